@@ -100,15 +100,29 @@ type Error struct {
 }
 
 // NewError returns an *Error for code with a copy of the DDP header at the
-// start of hdr (as many bytes as the header's T flag implies and hdr holds)
-// and the offending segment length.
+// start of hdr and the offending segment length. The copy holds as many
+// bytes as the header's T flag implies, but never more than hdr or the
+// segment holds.
 func NewError(code ErrCode, hdr []byte, segLen int) *Error {
 	e := &Error{Code: code, SegmentLen: segLen}
-	if len(hdr) > 0 {
-		n := min(HeaderLen(Control(hdr[0])), len(hdr))
-		e.hdrLen = uint8(copy(e.hdr[:n], hdr))
-	}
+	e.hdrLen = copyHeader(&e.hdr, hdr, segLen)
 	return e
+}
+
+// copyHeader copies the DDP header at the start of hdr into dst, bounded by
+// the header length its T flag implies, len(hdr) and segLen.
+func copyHeader(dst *[MaxHeaderLen]byte, hdr []byte, segLen int) uint8 {
+	if len(hdr) == 0 || segLen <= 0 {
+		return 0
+	}
+	n := min(HeaderLen(Control(hdr[0])), len(hdr), segLen)
+	return uint8(copy(dst[:n], hdr))
+}
+
+// CopyHeader copies the DDP header at the start of hdr into dst as NewError
+// does and returns the number of bytes copied.
+func CopyHeader(dst *[MaxHeaderLen]byte, hdr []byte, segLen int) int {
+	return int(copyHeader(dst, hdr, segLen))
 }
 
 // Header returns the copy of the offending DDP header. It is shorter than

@@ -88,3 +88,15 @@ func TestError_MessageHasNoRepeatedPrefix(t *testing.T) {
 	e := NewError(ErrTaggedTOWrap, nil, 3)
 	require.Equal(t, "ddp: tagged buffer error: TO wrap (1/1/0x03): segment length 3", e.Error())
 }
+
+func TestError_CopyBoundedBySegment(t *testing.T) {
+	hdr := AppendTagged(nil, MakeControl(true, true), 0x40, 1, 2)
+	e := NewError(ErrLocalCatastrophic, hdr, 9)
+	require.Equal(t, hdr[:9], e.Header(), "bytes past the segment are not part of it")
+	require.False(t, e.HeaderComplete())
+	require.Empty(t, NewError(ErrLocalCatastrophic, hdr, 0).Header())
+	require.Empty(t, NewError(ErrLocalCatastrophic, hdr, -1).Header())
+	var dst [MaxHeaderLen]byte
+	require.Equal(t, TaggedHeaderLen, CopyHeader(&dst, hdr, 1000))
+	require.Equal(t, hdr, dst[:TaggedHeaderLen])
+}

@@ -85,8 +85,9 @@ func TestUntaggedQueue_RFC5041_7_2_Errors(t *testing.T) {
 			require.ErrorIs(t, err, tc.want)
 			var e *Error
 			require.ErrorAs(t, err, &e)
-			// The copy is as long as the header's own T flag says.
-			require.Equal(t, []byte(tc.h[:HeaderLen(tc.h.Control())]), e.Header())
+			// The copy is as long as the header's own T flag says, and
+			// no longer than the segment.
+			require.Equal(t, []byte(tc.h[:min(HeaderLen(tc.h.Control()), tc.segLen)]), e.Header())
 			require.Equal(t, tc.segLen, e.SegmentLen)
 			require.Equal(t, before, q, "state must not change on error")
 		})

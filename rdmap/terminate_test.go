@@ -1,0 +1,264 @@
+package rdmap
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"testing"
+
+	"github.com/iwarp-go/iwarp-go/ddp"
+	"github.com/stretchr/testify/require"
+)
+
+const termHdr = "41 47 00000000 00000002 00000001 00000000"
+
+func TestAppendTerminate_RFC5040_7_Layout(t *testing.T) {
+	send := AppendSend(nil, OpSend, true, 0, 1, 0)
+	write := AppendWrite(nil, true, 0x2222, 0x2000)
+	rrBody := AppendReadRequestBody(nil, ReadRequestFields{SinkSTag: 1, Size: 64, SrcSTag: 0x1111, SrcTO: 0x1000})
+	rrHdr := AppendReadRequest(nil, 3, ReadRequestFields{SinkSTag: 1, Size: 64, SrcSTag: 0x1111, SrcTO: 0x1000})
+
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		// error-codes.md §6 vectors, checked there with tshark.
+		{"MPA CRC, nothing attached", mpaLike{}, termHdr + "20020000"},
+		{"DDP no buffer with a zero-length Send's header",
+			ddp.NewError(ddp.ErrUntaggedNoBuffer, send, 18),
+			termHdr + "1202c000 0012" + "4143 00000000 00000000 00000001 00000000"},
+		{"RDMAP cannot invalidate", NewError(SendInvCannotInvalidate, send, 18, nil),
+			termHdr + "0209c000 0012" + "4143 00000000 00000000 00000001 00000000"},
+		{"tagged invalid STag", ddp.NewError(ddp.ErrTaggedInvalidSTag, write, 78),
+			termHdr + "1100c000 004e" + "c140 00002222 0000000000002000"},
+		{"Read Request source bounds: M, D, R", NewError(ReadReqSourceBaseBounds, rrHdr, 46, rrBody),
+			termHdr + "0101e000 002e" + fmt.Sprintf("%x", rrHdr)},
+		{"DDP version: nothing", ddp.NewError(ddp.ErrUntaggedVersion, send, 18), termHdr + "12060000"},
+		{"RDMAP version: nothing", NewError(RDMAPVersion, send, 18, nil), termHdr + "02050000"},
+		{"local catastrophic: nothing", NewError(RDMAPLocalCatastrophic, send, 18, nil), termHdr + "00000000"},
+		{"error without a code", errors.New("disk on fire"), termHdr + "00000000"},
+		{"truncated header: nothing", ddp.NewError(ddp.ErrLocalCatastrophic, send[:9], 9), termHdr + "10000000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			term := NewTerminate(tc.err)
+			got := AppendTerminate(nil, &term)
+			require.Equal(t, unhex(t, tc.want), got)
+			require.Equal(t, len(got), term.Len())
+		})
+	}
+}
+
+func TestAppendTerminate_Sizes(t *testing.T) {
+	hdr14, hdr18, rr := make([]byte, 14), make([]byte, 18), make([]byte, 28)
+	hdr14[0], hdr18[0] = 0xc1, 0x41
+	for _, tc := range []struct {
+		t    Terminate
+		want int
+	}{
+		{Terminate{}, 22},
+		{Terminate{HasSegmentLen: true, DDPHeader: hdr14}, 38},
+		{Terminate{HasSegmentLen: true, DDPHeader: hdr18}, 42},
+		{Terminate{HasSegmentLen: true, DDPHeader: hdr18, RDMAHeader: rr}, 70},
+	} {
+		b := AppendTerminate(nil, &tc.t)
+		require.Len(t, b, tc.want)
+		require.Equal(t, tc.want, tc.t.Len())
+		require.Zero(t, (2+len(b))%4, "no pad needed")
+	}
+	require.Equal(t, 70, MaxTerminateLen)
+}
+
+func TestAppendTerminate_RoundTrip(t *testing.T) {
+	send := AppendSend(nil, OpSendInvalidate, true, 5, 9, 0)
+	for _, code := range []TermCode{CodeMPACRC, CodeDDPNoBuffer, CodeUnexpectedOpcode, CodeInvalidSTag, CodeLocalCatastrophic, CodeMPANoMatchingRTR} {
+		in := Terminate{Code: code, HasSegmentLen: true, SegmentLen: 34, DDPHeader: send}
+		b := AppendTerminate(nil, &in)
+		rt, err := ParseTerminate(b)
+		require.NoError(t, err)
+		require.True(t, rt.Conforming())
+		require.Equal(t, LayoutRFC, rt.Layout, code.String())
+		require.Equal(t, code, rt.Code())
+		require.True(t, rt.RFC.M && rt.RFC.D && !rt.RFC.R)
+		require.Equal(t, uint16(34), rt.SegmentLen)
+		require.Equal(t, send, rt.DDPHeader)
+		require.Nil(t, rt.RDMAHeader)
+		require.Nil(t, rt.Trailing)
+		require.Equal(t, b, rt.Append(nil))
+	}
+}
+
+// siwTerminate builds the ULPDU siw would send: its header, then the
+// control word and attachments as given.
+func siwTerminate(t *testing.T, rest string) []byte { return unhex(t, termHdr+rest) }
+
+func TestParseTerminate_SIWLayout(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		b       []byte
+		layout  Layout
+		code    TermCode
+		m, d, r bool
+		segLen  uint16
+		ddpLen  int
+		hasRR   bool
+		rfcCode TermCode
+	}{
+		// Captured from siw (mpa-host-client.pcap, rounds 20 and 21).
+		{"captured CRC error", siwTerminate(t, "02020000"), LayoutSIW, CodeMPACRC, false, false, false, 0, 0, false, 0x0202},
+		{"captured invalid STag on a Read Response", siwTerminate(t, "11000300 0040 c142 3e739b00 0000564f606d5550"),
+			LayoutSIW, CodeDDPInvalidSTag, true, true, false, 64, 14, false, 0x1100},
+		// Words from error-codes.md §1.2 (siw's struct compiled on x86-64).
+		{"untagged no buffer, M, D", siwTerminate(t, "21020300 0010 4143 00000000 00000000 00000001 00000000"),
+			LayoutSIW, CodeDDPNoBuffer, true, true, false, 16, 18, false, 0x2102},
+		{"access rights on a Read Request, M, D, R", siwTerminate(t, "10020700 0000 4141 00000000 00000001 00000001 00000000"+
+			"00000001 0000000000000000 00000040 00001111 0000000000001000"),
+			LayoutSIW, CodeAccessRights, true, true, true, 0, 18, true, 0x1002},
+		{"Send-with-Invalidate PD mismatch: R set, no RDMAP header", siwTerminate(t, "10090700 0000 4144 00000099 00000000 00000001 00000000"),
+			LayoutSIW, CodeProtCannotInval, true, true, true, 0, 18, false, 0x1009},
+		{"local catastrophic 0xFF", siwTerminate(t, "00ff0000"), LayoutRFC, 0x00ff, false, false, false, 0, 0, false, 0x00ff},
+		// RFC layout.
+		{"RFC MPA CRC", siwTerminate(t, "20020000"), LayoutRFC, CodeMPACRC, false, false, false, 0, 0, false, CodeMPACRC},
+		{"RFC no buffer, M, D", siwTerminate(t, "1202c000 0012 4143 00000000 00000000 00000001 00000000"),
+			LayoutRFC, CodeDDPNoBuffer, true, true, false, 18, 18, false, CodeDDPNoBuffer},
+		{"RFC cannot invalidate", siwTerminate(t, "02090000"), LayoutRFC, CodeOpCannotInval, false, false, false, 0, 0, false, CodeOpCannotInval},
+		{"hardware MPA CRC, type 3", siwTerminate(t, "23020000"), LayoutRFC, 0x2302, false, false, false, 0, 0, false, 0x2302},
+		// Both readings known and equal nibbles: the flag bits decide.
+		{"equal nibbles, RFC flags", siwTerminate(t, "1100c000 0040 c142 3e739b00 0000564f606d5550"),
+			LayoutRFC, CodeDDPInvalidSTag, true, true, false, 64, 14, false, 0x1100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt, err := ParseTerminate(tc.b)
+			require.NoError(t, err)
+			require.True(t, rt.Conforming())
+			require.Equal(t, tc.layout, rt.Layout)
+			require.Equal(t, tc.code, rt.Code())
+			require.Equal(t, tc.rfcCode, rt.RFC.Code, "the RFC reading is always kept")
+			rd := rt.Chosen()
+			require.Equal(t, [3]bool{tc.m, tc.d, tc.r}, [3]bool{rd.M, rd.D, rd.R})
+			require.Equal(t, tc.segLen, rt.SegmentLen)
+			require.Equal(t, tc.m || tc.d, rt.SegmentLenPresent)
+			require.Len(t, rt.DDPHeader, tc.ddpLen)
+			require.Equal(t, tc.hasRR, rt.RDMAHeader != nil)
+			require.Empty(t, rt.Trailing)
+			require.Equal(t, tc.b, rt.Append(nil), "re-encodes to the same bytes")
+		})
+	}
+}
+
+func TestParseTerminate_BothReadings(t *testing.T) {
+	rt, err := ParseTerminate(siwTerminate(t, "21020300"))
+	require.NoError(t, err)
+	require.Equal(t, [4]byte{0x21, 0x02, 0x03, 0x00}, rt.Control)
+	require.Equal(t, Reading{Code: 0x2102, Reserved: 0x0300}, rt.RFC)
+	require.Equal(t, Reading{Code: 0x1202, M: true, D: true}, rt.SIW)
+	require.Equal(t, LayoutSIW, rt.Layout)
+	require.Equal(t, rt.SIW, rt.Chosen())
+}
+
+func TestParseTerminate_NeverPastTheULPDU(t *testing.T) {
+	// D set but the header is cut short by the ULPDU end.
+	rt, err := ParseTerminate(siwTerminate(t, "1202c000 0012 4143 0000"))
+	require.NoError(t, err)
+	require.Len(t, rt.DDPHeader, 4)
+	// Flags promise everything, nothing follows.
+	rt, err = ParseTerminate(siwTerminate(t, "0100e000"))
+	require.NoError(t, err)
+	require.False(t, rt.SegmentLenPresent)
+	require.Nil(t, rt.DDPHeader)
+	require.Nil(t, rt.RDMAHeader)
+	// Extra bytes the flags do not account for are kept, not interpreted.
+	b := siwTerminate(t, "20020000 deadbeef")
+	rt, err = ParseTerminate(b)
+	require.NoError(t, err)
+	require.Equal(t, unhex(t, "deadbeef"), rt.Trailing)
+	require.Equal(t, b, rt.Append(nil))
+}
+
+func TestParseTerminate_Rejects(t *testing.T) {
+	_, err := ParseTerminate(siwTerminate(t, "2002")) // 20 bytes
+	require.ErrorIs(t, err, SegmentTooShort)
+	_, err = ParseTerminate(unhex(t, "41 43 00000000 00000002 00000001 00000000 20020000"))
+	require.ErrorIs(t, err, UnexpectedOpcode)
+	_, err = ParseTerminate(unhex(t, "c1 47 00000000 00000002 00000001 00000000 20020000"))
+	require.ErrorIs(t, err, UnexpectedOpcode)
+}
+
+func TestParseTerminate_NonConforming(t *testing.T) {
+	for _, hdr := range []string{
+		"01 47 00000000 00000002 00000001 00000000", // L clear
+		"41 47 00000000 00000000 00000001 00000000", // QN 0
+		"41 47 00000000 00000002 00000002 00000000", // MSN 2
+		"41 47 00000000 00000002 00000001 00000004", // MO 4
+	} {
+		rt, err := ParseTerminate(unhex(t, hdr+"20020000"))
+		require.NoError(t, err)
+		require.False(t, rt.Conforming(), hdr)
+		require.Equal(t, CodeMPACRC, rt.Code())
+	}
+}
+
+func TestTerminateError_Remote(t *testing.T) {
+	b := siwTerminate(t, "11000300 0040 c142 3e739b00 0000564f606d5550")
+	rt, err := ParseTerminate(b)
+	require.NoError(t, err)
+	te := rt.Err()
+	b[30] = 0xff // the error keeps its own copy
+	require.True(t, te.Remote)
+	require.Equal(t, CodeDDPInvalidSTag, te.Code)
+	require.Equal(t, unhex(t, "c142 3e739b00 0000564f606d5550"), te.Terminate.DDPHeader)
+	require.True(t, te.Terminate.HasSegmentLen)
+	require.Equal(t, uint16(64), te.Terminate.SegmentLen)
+	require.Equal(t, LayoutSIW, te.Received.Layout)
+	require.Contains(t, te.Error(), "peer sent Terminate")
+	require.Contains(t, te.Error(), "siw")
+
+	var err2 error = fmt.Errorf("qp: %w", te)
+	require.ErrorIs(t, err2, net.ErrClosed)
+	require.ErrorIs(t, err2, &TerminateError{Remote: true, Code: CodeDDPInvalidSTag})
+	require.NotErrorIs(t, err2, &TerminateError{Remote: false, Code: CodeDDPInvalidSTag})
+	require.NotErrorIs(t, err2, &TerminateError{Remote: true, Code: CodeDDPBaseBounds})
+	var got *TerminateError
+	require.ErrorAs(t, err2, &got)
+	require.Same(t, te, got)
+	_, ok := TermCodeOf(err2)
+	require.False(t, ok, "a received Terminate is not answered with one")
+}
+
+func TestTerminateError_Local(t *testing.T) {
+	cause := ddp.NewError(ddp.ErrUntaggedNoBuffer, AppendSend(nil, OpSend, true, 0, 1, 0), 34)
+	te := LocalTerminateError(cause)
+	require.False(t, te.Remote)
+	require.Equal(t, CodeDDPNoBuffer, te.Code)
+	require.Nil(t, te.Received)
+	require.ErrorIs(t, te, net.ErrClosed)
+	require.ErrorIs(t, te, ddp.ErrUntaggedNoBuffer, "the cause is reachable")
+	require.ErrorIs(t, te, &TerminateError{Code: CodeDDPNoBuffer})
+	m, d, r := te.Terminate.Flags()
+	require.True(t, m && d && !r)
+	require.Contains(t, te.Error(), "sent Terminate")
+	require.Same(t, te, LocalTerminateError(fmt.Errorf("wrapped: %w", te)))
+
+	plain := LocalTerminateError(errors.New("boom"))
+	require.Equal(t, CodeLocalCatastrophic, plain.Code)
+	require.ErrorIs(t, plain, net.ErrClosed)
+
+	mpa := LocalTerminateError(mpaLike{})
+	require.Equal(t, CodeMPACRC, mpa.Code)
+	require.Empty(t, mpa.Terminate.DDPHeader)
+}
+
+func TestRDMAPError_Is(t *testing.T) {
+	e := NewError(ReadReqIRDExceeded, AppendReadRequest(nil, 2, ReadRequestFields{}), 46, nil)
+	require.ErrorIs(t, e, ReadReqIRDExceeded)
+	require.ErrorIs(t, e, &Error{Cond: ReadReqIRDExceeded})
+	require.NotErrorIs(t, e, ReadReqMalformed)
+	require.NotErrorIs(t, e, errors.New("x"))
+	require.Equal(t, uint16(0x0207), e.TerminateCode())
+	require.Len(t, e.DDPHeader(), 18)
+	require.Nil(t, e.RDMAHeader())
+	require.Contains(t, e.Error(), "ReadReqIRDExceeded")
+	require.Contains(t, e.Error(), "localized to RDMAP Stream")
+	require.Contains(t, ReadReqIRDExceeded.Error(), "ReadReqIRDExceeded")
+	require.Equal(t, "rdmap: ReadReqIRDExceeded: RDMAP Remote Operation Error: Catastrophic error, localized to RDMAP Stream (0/2/0x07), segment length 46", e.Error())
+}
