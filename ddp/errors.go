@@ -8,7 +8,7 @@ import (
 // ErrCode is the Terminate code of an error found while receiving a DDP
 // segment, encoded as layer<<12 | error type<<8 | error code (the layout of
 // the first 16 bits of the RDMAP Terminate Control field). Layer 1 codes are
-// RFC 5041 §7.2's DDP error numbers as registered with IANA (RDDP registry,
+// RFC 5041 §7's DDP error numbers as registered with IANA (RDDP registry,
 // "DDP Errors"). ErrAccessRights is the one RDMAP (layer 0) code a DDP
 // placement check can produce; see [PlacementFailure].
 //

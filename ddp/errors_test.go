@@ -10,7 +10,7 @@ import (
 // terminateCoder is the contract shared with mpa and rdmap.
 type terminateCoder interface{ TerminateCode() uint16 }
 
-func TestErrCode_RFC5041_7_2_Values(t *testing.T) {
+func TestErrCode_RFC5041_7_Values(t *testing.T) {
 	// Triples from the IANA RDDP "DDP Errors" registry.
 	for _, tc := range []struct {
 		code              ErrCode

@@ -5,10 +5,10 @@ import "encoding/binary"
 // Header sizes, counted from the DDP Control Field; the 2-octet MPA ULPDU
 // Length that precedes them on the wire belongs to MPA and is not included.
 const (
-	// TaggedHeaderLen is the tagged buffer model header (RFC 5041 §4.2):
+	// TaggedHeaderLen is the tagged buffer model header (RFC 5041 §4):
 	// control, one RsvdULP octet, STag (32 bits), TO (64 bits).
 	TaggedHeaderLen = 14
-	// UntaggedHeaderLen is the untagged buffer model header (RFC 5041 §4.3):
+	// UntaggedHeaderLen is the untagged buffer model header (RFC 5041 §4):
 	// control, five RsvdULP octets, QN, MSN and MO (32 bits each).
 	UntaggedHeaderLen = 18
 	// MaxHeaderLen is the larger of the two.

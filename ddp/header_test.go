@@ -51,7 +51,7 @@ func TestControl_RFC5041_4_1(t *testing.T) {
 
 // The byte strings are the DDP headers (after the MPA length) of FPDUs that
 // Linux siw sent or that siw-wire.md §2.6/§4.2 lists.
-func TestTagged_RFC5041_4_2_Bytes(t *testing.T) {
+func TestTagged_RFC5041_4_Bytes(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		wire    string
@@ -78,7 +78,7 @@ func TestTagged_RFC5041_4_2_Bytes(t *testing.T) {
 	}
 }
 
-func TestUntagged_RFC5041_4_3_Bytes(t *testing.T) {
+func TestUntagged_RFC5041_4_Bytes(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		wire        string

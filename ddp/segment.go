@@ -32,7 +32,7 @@ type Segment struct {
 
 // Segmenter splits one DDP message into segments that fit a maximum ULPDU
 // length (MULPDU): each segment carries MULPDU minus the header length of
-// payload, except the last which carries what remains (RFC 5041 §5.2).
+// payload, except the last which carries what remains (RFC 5041 §5).
 // Tagged segments advance the TO by the payload already sent; untagged
 // segments keep the MSN and advance the MO. Only the last segment has L
 // set. A message of length zero is one segment with L and no payload.

@@ -41,7 +41,7 @@ func message(n int) []byte {
 	return b
 }
 
-func TestSegmenter_RFC5041_5_2_Tagged(t *testing.T) {
+func TestSegmenter_RFC5041_5_Tagged(t *testing.T) {
 	msg := message(4000)
 	var s Segmenter
 	// MULPDU 1442: 1428 payload bytes per segment, as siw sends at MSS 1448.
@@ -73,7 +73,7 @@ func TestSegmenter_RFC5041_5_2_Tagged(t *testing.T) {
 	require.False(t, ok)
 }
 
-func TestSegmenter_RFC5041_5_2_Untagged(t *testing.T) {
+func TestSegmenter_RFC5041_5_Untagged(t *testing.T) {
 	msg := message(3000)
 	var s Segmenter
 	require.NoError(t, s.StartUntagged([][]byte{msg}, 1442, 0x44, 0xabcd, 0, 7))

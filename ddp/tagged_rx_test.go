@@ -62,7 +62,7 @@ func TestTaggedReceiver_LaterSegmentChecks(t *testing.T) {
 	}
 }
 
-func TestTaggedReceiver_RFC5041_7_2_TOWrap(t *testing.T) {
+func TestTaggedReceiver_RFC5041_7_TOWrap(t *testing.T) {
 	var r TaggedReceiver
 	// Last payload byte exactly at 2^64-1: no wrap.
 	_, err := r.Receive(tagged(true, 7, math.MaxUint64-9), 14+10)

@@ -23,7 +23,7 @@ type UntaggedSegment struct {
 // DDP stream.
 //
 // Messages on a queue carry consecutive MSNs, starting at 1 and wrapping
-// modulo 2^32 (RFC 5041 §4.3, the MSN field). Over an
+// modulo 2^32 (RFC 5041 §4, the MSN field). Over an
 // ordered transport a message's segments arrive in order, so each must
 // carry the MSN of the message in progress and an MO equal to the bytes
 // already received; a new message must carry the next MSN and MO 0. Linux
@@ -59,7 +59,7 @@ func (q *UntaggedQueue) InProgress() bool { return q.active }
 // consulted only when the segment starts a message; a message in progress
 // keeps the buffer it started with.
 //
-// The checks, in order, and their codes (RFC 5041 §7.2):
+// The checks, in order, and their codes (RFC 5041 §7):
 //   - DV ≠ 1: 1/2/0x06
 //   - segment shorter than the header: 1/0/0x00
 //   - MSN not that of the message in progress, or of the next message:

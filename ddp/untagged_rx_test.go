@@ -11,7 +11,7 @@ func untagged(last bool, qn, msn, mo uint32) Untagged {
 	return Untagged(AppendUntagged(nil, MakeControl(false, last), 0x43, 0, qn, msn, mo))
 }
 
-func TestUntaggedQueue_RFC5041_4_3_FirstMSNIsOne(t *testing.T) {
+func TestUntaggedQueue_RFC5041_4_FirstMSNIsOne(t *testing.T) {
 	q := NewUntaggedQueue()
 	require.Equal(t, uint32(1), q.NextMSN())
 	_, err := q.Receive(untagged(true, 0, 0, 0), 18+16, 16)
@@ -44,7 +44,7 @@ func TestUntaggedQueue_Reassembly(t *testing.T) {
 	require.Equal(t, uint32(2), q.NextMSN())
 }
 
-func TestUntaggedQueue_RFC5041_7_2_Errors(t *testing.T) {
+func TestUntaggedQueue_RFC5041_7_Errors(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		setup  func(q *UntaggedQueue)
@@ -126,7 +126,7 @@ func TestUntaggedQueue_MOCannotPass32Bits(t *testing.T) {
 	require.True(t, s.Last)
 }
 
-func TestUntaggedQueues_RFC5041_7_2_InvalidQN(t *testing.T) {
+func TestUntaggedQueues_RFC5041_7_InvalidQN(t *testing.T) {
 	qs := NewUntaggedQueues(3)
 	require.Equal(t, 3, qs.Len())
 	require.Nil(t, qs.Queue(3))

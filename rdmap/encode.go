@@ -3,24 +3,24 @@ package rdmap
 import "github.com/iwarp-go/iwarp-go/ddp"
 
 // AppendWrite appends the header of one RDMA Write segment (RFC 5040
-// §4.3): a tagged DDP header with the RDMAP control field in RsvdULP. to is
+// §4): a tagged DDP header with the RDMAP control field in RsvdULP. to is
 // the tagged offset of this segment's first byte.
 func AppendWrite(b []byte, last bool, stag uint32, to uint64) []byte {
 	return ddp.AppendTagged(b, ddp.MakeControl(true, last), MakeControl(OpWrite), stag, to)
 }
 
 // AppendReadResponse appends the header of one RDMA Read Response segment
-// (RFC 5040 §4.5). stag and to are the Read Request's sink STag and the
+// (RFC 5040 §4). stag and to are the Read Request's sink STag and the
 // sink TO of this segment's first byte.
 func AppendReadResponse(b []byte, last bool, stag uint32, to uint64) []byte {
 	return ddp.AppendTagged(b, ddp.MakeControl(true, last), MakeControl(OpReadResponse), stag, to)
 }
 
 // AppendSend appends the header of one segment of a Send variant (RFC 5040
-// §4.6): an untagged DDP header on QN 0 with the message's MSN and this
-// segment's MO. invSTag is written only for the Invalidate variants; the
-// other two carry zero in that field, as RFC 5040 §4.1 reserves it. It
-// panics if op is not a Send variant.
+// §4): an untagged DDP header on QN 0 with the message's MSN and this
+// segment's MO. invSTag is written only for the Invalidate variants (RFC
+// 5040 §4.1 puts the STag to invalidate there); the other two carry zero in
+// that field, as siw sends them. It panics if op is not a Send variant.
 func AppendSend(b []byte, op Opcode, last bool, invSTag, msn, mo uint32) []byte {
 	if !op.IsSend() {
 		panic("rdmap: AppendSend with " + op.String())
@@ -31,7 +31,7 @@ func AppendSend(b []byte, op Opcode, last bool, invSTag, msn, mo uint32) []byte 
 	return ddp.AppendUntagged(b, ddp.MakeControl(false, last), MakeControl(op), invSTag, QNSend, msn, mo)
 }
 
-// AppendReadRequest appends a whole RDMA Read Request (RFC 5040 §4.4): an
+// AppendReadRequest appends a whole RDMA Read Request (RFC 5040 §4): an
 // untagged DDP header on QN 1 with L set and MO 0, and the 28-byte header.
 func AppendReadRequest(b []byte, msn uint32, rr ReadRequestFields) []byte {
 	b = ddp.AppendUntagged(b, ddp.MakeControl(false, true), MakeControl(OpReadRequest), 0, QNReadRequest, msn, 0)

@@ -17,7 +17,7 @@ const (
 	OpTerminate        Opcode = 0x7
 )
 
-// Untagged queue numbers (RFC 5040 §5.1; IANA "RDMAP DDP Untagged Queue
+// Untagged queue numbers (IANA "RDMAP DDP Untagged Queue
 // Numbers"). RFC 7306 adds QN 3 for Atomic Responses.
 const (
 	QNSend        uint32 = 0

@@ -3,7 +3,7 @@ package rdmap
 import "encoding/binary"
 
 // ReadRequest is a view of the 28-byte RDMA Read Request header that
-// follows the untagged DDP header (RFC 5040 §4.4): Data Sink STag and
+// follows the untagged DDP header (RFC 5040 §4): Data Sink STag and
 // Tagged Offset, RDMA Read Message Size, Data Source STag and Tagged
 // Offset. It is also the "Terminated RDMA Header" a Terminate may carry.
 type ReadRequest []byte

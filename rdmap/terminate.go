@@ -8,14 +8,14 @@ import (
 )
 
 // Terminate Control field flags in the RFC layout: the byte after the error
-// code (RFC 5040 §4.8).
+// code (RFC 5040 §4).
 const (
 	flagM = 0x80 // DDP Segment Length valid
 	flagD = 0x40 // DDP header included
 	flagR = 0x20 // RDMAP header included
 )
 
-// Terminate is an outbound Terminate message (RFC 5040 §4.8): the error
+// Terminate is an outbound Terminate message (RFC 5040 §4): the error
 // and what it attaches. The M flag is set when HasSegmentLen, D when
 // DDPHeader is not empty, R when RDMAHeader is not empty.
 type Terminate struct {

@@ -12,7 +12,7 @@ import (
 
 const termHdr = "41 47 00000000 00000002 00000001 00000000"
 
-func TestAppendTerminate_RFC5040_7_Layout(t *testing.T) {
+func TestAppendTerminate_RFC5040_4_Layout(t *testing.T) {
 	send := AppendSend(nil, OpSend, true, 0, 1, 0)
 	write := AppendWrite(nil, true, 0x2222, 0x2000)
 	rrBody := AppendReadRequestBody(nil, ReadRequestFields{SinkSTag: 1, Size: 64, SrcSTag: 0x1111, SrcTO: 0x1000})
