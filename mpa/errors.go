@@ -82,13 +82,18 @@ var (
 //
 // A Terminate can only be sent on an established FPDU stream: by the
 // initiator once it has the Reply, and by either side while framing FPDUs.
-// A responder that fails a Request has no stream yet; RejectSent says
-// whether a Reply with R set went out, and the connection is then closed.
+// A responder that fails a Request has no stream yet: the failure is either
+// answered with a Reply with R set (RejectReply) or with nothing, and the
+// connection is then closed.
 type Error struct {
-	Code       ErrCode
-	Err        error
-	Detail     string
-	RejectSent bool
+	Code   ErrCode
+	Err    error
+	Detail string
+	// RejectReply reports that the failure is answered with a Reply with R
+	// set. AnswerRequest returns that frame for the caller to send;
+	// ReadRequest and Accept have sent it (if the send fails, RejectReply
+	// is false and the send error is joined).
+	RejectReply bool
 }
 
 func (e *Error) Error() string {

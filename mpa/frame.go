@@ -229,26 +229,32 @@ func ParseFrame(b []byte) (Frame, int, error) {
 // wrapping ErrConnectionLost; other read errors are returned wrapped as
 // they are (deadlines, for example).
 func ReadFrame(r io.Reader, maxPD int) (Frame, error) {
-	var hdr [FrameHeaderLen]byte
-	if err := readFull(r, hdr[:]); err != nil {
-		return Frame{}, err
+	f, _, err := readFrame(r, maxPD)
+	return f, err
+}
+
+// readFrame is ReadFrame that also returns the header it read (nil if it
+// did not get that far), for callers that answer malformed frames.
+func readFrame(r io.Reader, maxPD int) (Frame, Header, error) {
+	hdr := make(Header, FrameHeaderLen)
+	if err := readFull(r, hdr); err != nil {
+		return Frame{}, nil, err
 	}
-	h := Header(hdr[:])
-	if err := checkHeader(h, maxPD); err != nil {
-		return Frame{}, err
+	if err := checkHeader(hdr, maxPD); err != nil {
+		return Frame{}, hdr, err
 	}
 	var pd []byte
-	if n := h.PDLength(); n > 0 {
+	if n := hdr.PDLength(); n > 0 {
 		pd = make([]byte, n)
 		if err := readFull(r, pd); err != nil {
-			return Frame{}, err
+			return Frame{}, hdr, err
 		}
 	}
-	f, perr := decodeBody(h, pd)
+	f, perr := decodeBody(hdr, pd)
 	if perr != nil {
-		return Frame{}, perr
+		return Frame{}, hdr, perr
 	}
-	return f, nil
+	return f, hdr, nil
 }
 
 func readFull(r io.Reader, b []byte) error {
