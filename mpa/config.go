@@ -1,0 +1,154 @@
+package mpa
+
+import (
+	"fmt"
+	"math/bits"
+)
+
+// CRCMode says how a side negotiates the MPA CRC (RFC 5044 §7.1, C flag).
+// Whatever the mode, the CRC in use is the Reply's C bit: the responder
+// decides, as siw does.
+type CRCMode uint8
+
+const (
+	// CRCPreferred: the initiator sets C and accepts a reply without it;
+	// the responder sets C. This is the zero value.
+	CRCPreferred CRCMode = iota
+	// CRCRequired: as Preferred, but the initiator fails when the reply
+	// lacks C.
+	CRCRequired
+	// CRCOff: the initiator does not set C; the responder copies the
+	// request's C bit.
+	CRCOff
+)
+
+func (m CRCMode) String() string {
+	switch m {
+	case CRCPreferred:
+		return "preferred"
+	case CRCRequired:
+		return "required"
+	case CRCOff:
+		return "off"
+	}
+	return fmt.Sprintf("CRCMode(%d)", uint8(m))
+}
+
+// MaxAdvertisedIRDORD is the largest IRD or ORD this package advertises:
+// siw caps both at 128 and rounds queues up to powers of two
+// (siw-wire.md §1 item 12).
+const MaxAdvertisedIRDORD = 128
+
+// Config is one side's MPA connection setup policy. The zero value is a
+// valid siw-safe configuration: revision 2 with enhanced setup, CRC
+// preferred, no markers requested, IRD = ORD = 0, no peer-to-peer mode.
+type Config struct {
+	// Revision is 1 (RFC 5044) or 2 (RFC 6581); zero means 2.
+	Revision uint8
+	// NoEnhanced sends revision 2 without the Enhanced flag, so no
+	// IRD/ORD block and no peer-to-peer negotiation.
+	NoEnhanced bool
+
+	CRC CRCMode
+
+	// RequestMarkers sets M in this side's frame: the peer is asked to put
+	// markers into the stream it sends.
+	RequestMarkers bool
+	// RefuseMarkers makes a peer's M fatal instead of inserting markers
+	// into the stream this side sends. siw refuses markers.
+	RefuseMarkers bool
+
+	// IRD is how many RDMA Read Requests this side accepts outstanding;
+	// ORD how many it wants to issue. Each is 0 or a power of two up to
+	// 128.
+	IRD, ORD uint16
+
+	// P2P asks for (initiator) or allows (responder) RFC 6581
+	// peer-to-peer mode.
+	P2P bool
+	// RTR is, for an initiator with P2P, the RTR types offered (zero
+	// offers Write, the one siw picks when offered); for a responder,
+	// the types it can receive (zero means Write and Read).
+	RTR RTR
+
+	// AcceptDowngrade lets an initiator that sent an enhanced Request
+	// accept a revision-1 Reply or a revision-2 Reply without the
+	// Enhanced flag. siw as initiator refuses such replies; so does this
+	// package unless set.
+	AcceptDowngrade bool
+
+	// PeerIsIwarpGo lifts the limits that protect a siw peer. When false
+	// (the default: "the peer may be siw"), outgoing private data is
+	// limited to 251 bytes and PD_Length to 256.
+	PeerIsIwarpGo bool
+
+	// MaxPrivateData bounds the PD_Length accepted from the peer; zero
+	// means 512, RFC 5044's maximum.
+	MaxPrivateData int
+}
+
+func (c *Config) revision() uint8 {
+	if c.Revision == 0 {
+		return 2
+	}
+	return c.Revision
+}
+
+// enhanced reports whether this side's own frames use RFC 6581 setup.
+func (c *Config) enhanced() bool { return c.revision() == 2 && !c.NoEnhanced }
+
+func (c *Config) maxRecvPD() int {
+	if c.MaxPrivateData == 0 {
+		return MaxPrivateData
+	}
+	return c.MaxPrivateData
+}
+
+// Validate reports configuration errors, each wrapping ErrConfig.
+func (c *Config) Validate() error {
+	if c.Revision > 2 {
+		return fmt.Errorf("%w: revision %d (1 or 2)", ErrConfig, c.Revision)
+	}
+	if c.CRC > CRCOff {
+		return fmt.Errorf("%w: CRC mode %d", ErrConfig, c.CRC)
+	}
+	if c.RequestMarkers && c.RefuseMarkers {
+		return fmt.Errorf("%w: markers both requested and refused", ErrConfig)
+	}
+	for _, v := range []struct {
+		name string
+		n    uint16
+	}{{"IRD", c.IRD}, {"ORD", c.ORD}} {
+		if v.n > MaxAdvertisedIRDORD || (v.n != 0 && bits.OnesCount16(v.n) != 1) {
+			return fmt.Errorf("%w: %s %d (0 or a power of two up to %d)", ErrConfig, v.name, v.n, MaxAdvertisedIRDORD)
+		}
+	}
+	if c.RTR&^rtrAll != 0 {
+		return fmt.Errorf("%w: RTR bits 0x%02x", ErrConfig, uint8(c.RTR))
+	}
+	if c.P2P && !c.enhanced() {
+		return fmt.Errorf("%w: peer-to-peer mode needs revision 2 with enhanced setup", ErrConfig)
+	}
+	if c.MaxPrivateData < 0 || c.MaxPrivateData > MaxPrivateData {
+		return fmt.Errorf("%w: MaxPrivateData %d (0 to %d)", ErrConfig, c.MaxPrivateData, MaxPrivateData)
+	}
+	return nil
+}
+
+// checkOutgoingPD enforces the private data limits for a frame this side
+// sends, with or without the IRD/ORD block.
+func (c *Config) checkOutgoingPD(pd []byte, block bool) error {
+	n := len(pd)
+	if block {
+		n += IRDORDLen
+	}
+	if !c.PeerIsIwarpGo && (len(pd) > SiwMaxPrivateData || n > SiwMaxPDLength) {
+		return fmt.Errorf("%w: %d bytes of private data; siw accepts PD_Length up to %d and its 8-bit length "+
+			"arithmetic wraps above %d application bytes (set PeerIsIwarpGo when the peer is known not to be siw)",
+			ErrSiwLimit, len(pd), SiwMaxPDLength, SiwMaxPrivateData)
+	}
+	if n > MaxPrivateData {
+		return fmt.Errorf("%w: PD_Length %d over %d", ErrPrivateDataLength, n, MaxPrivateData)
+	}
+	return nil
+}
