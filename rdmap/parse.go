@@ -21,7 +21,7 @@ func (h *Header) Bytes() []byte { return h.b }
 
 // Tagged returns the DDP header of an RDMA Write or Read Response, else nil.
 func (h *Header) Tagged() ddp.Tagged {
-	if !h.Op.Tagged() {
+	if h.b == nil || !h.Op.Tagged() {
 		return nil
 	}
 	return ddp.Tagged(h.b[:ddp.TaggedHeaderLen])

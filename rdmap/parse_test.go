@@ -157,3 +157,12 @@ func TestParse_HotPathAllocs(t *testing.T) {
 	})
 	require.Zero(t, allocs)
 }
+
+func TestHeader_ZeroValueViewsAreNil(t *testing.T) {
+	var h Header // Op is 0, RDMA Write, but nothing was parsed
+	require.Nil(t, h.Tagged())
+	require.Nil(t, h.Untagged())
+	require.Nil(t, h.ReadRequest())
+	require.Zero(t, h.InvalidateSTag())
+	require.Nil(t, h.Bytes())
+}
