@@ -64,8 +64,9 @@ func (f Failure) String() string {
 	return "Failure(" + strconv.Itoa(int(f)) + ")"
 }
 
-// Error makes a Failure usable as an error value.
-func (f Failure) Error() string { return "stag: " + f.String() }
+// Error makes a Failure usable as an error value. It is the bare name, like
+// syscall.Errno, so that fmt prints a Failure the same way as String.
+func (f Failure) Error() string { return f.String() }
 
 // Terminate codes packed as layer<<12 | error type<<8 | error code, the
 // notation of the IANA RDDP registry (RFC 6580) and of urdma's rdmap_errno.

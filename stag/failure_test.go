@@ -2,6 +2,7 @@ package stag
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,7 +17,8 @@ func TestFailure_String(t *testing.T) {
 		seen[s] = true
 	}
 	require.Equal(t, "Failure(200)", Failure(200).String())
-	require.Equal(t, "stag: tagged offset wrap", TOWrap.Error())
+	require.Equal(t, "tagged offset wrap", TOWrap.Error())
+	require.Equal(t, "tagged offset wrap", fmt.Sprint(TOWrap))
 
 	var err error = PDMismatch
 	var f Failure

@@ -61,7 +61,7 @@ func TestRemoteInvalidate_Rules(t *testing.T) {
 		require.Equal(t, CannotInvalidate, pd.RemoteInvalidate(r.STag()))
 	})
 	t.Run("opted out", func(t *testing.T) {
-		r := mk(NoRemoteInvalidate())
+		r := mk(NoRemoteInvalidate)
 		require.Equal(t, CannotInvalidate, pd.RemoteInvalidate(r.STag()))
 		require.Equal(t, StateValid, r.State())
 		require.Equal(t, OK, pd.Invalidate(r.STag()), "local invalidation still works")

@@ -267,7 +267,7 @@ func TestRegion_Accessors(t *testing.T) {
 	tab := newTable(t)
 	pd := tab.NewPD()
 	buf := make([]byte, 100)
-	r := register(t, pd, buf, LocalRead|RemoteRead, BaseAt(0x5000), NoRemoteInvalidate())
+	r := register(t, pd, buf, LocalRead|RemoteRead, BaseAt(0x5000), NoRemoteInvalidate)
 	require.Equal(t, pd, r.PD())
 	require.Equal(t, tab, pd.Table())
 	require.Equal(t, LocalRead|RemoteRead, r.Access())

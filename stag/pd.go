@@ -21,18 +21,17 @@ func (pd *PD) ID() uint32 { return pd.id }
 // String describes the PD for logs.
 func (pd *PD) String() string { return fmt.Sprintf("PD(%d)", pd.id) }
 
-type regConfig struct {
-	noRemoteInv bool
-}
+// RegisterOption adjusts one registration. Options are flags and may be
+// combined with |.
+type RegisterOption uint8
 
-// RegisterOption adjusts one registration.
-type RegisterOption func(*regConfig)
-
-// NoRemoteInvalidate makes the region immune to a peer's Send with
-// Invalidate (it fails with CannotInvalidate); local invalidation still works.
-func NoRemoteInvalidate() RegisterOption {
-	return func(c *regConfig) { c.noRemoteInv = true }
-}
+// Registration options.
+const (
+	// NoRemoteInvalidate makes the region immune to a peer's Send with
+	// Invalidate (it fails with CannotInvalidate); local invalidation
+	// still works.
+	NoRemoteInvalidate RegisterOption = 1 << iota
+)
 
 // Register registers buf with the given rights and base TO, and returns the
 // region with a fresh STag. The index follows the previous one by a random
@@ -52,9 +51,9 @@ func (pd *PD) Register(buf []byte, access Access, base Base, opts ...RegisterOpt
 	if b > math.MaxUint64-uint64(len(buf)) {
 		return nil, ErrBaseOverflow
 	}
-	var c regConfig
-	for _, o := range opts {
-		o(&c)
+	var o RegisterOption
+	for _, x := range opts {
+		o |= x
 	}
 	t := pd.t
 	t.mu.Lock()
@@ -71,7 +70,7 @@ func (pd *PD) Register(buf []byte, access Access, base Base, opts ...RegisterOpt
 		index:       idx,
 		access:      access,
 		kind:        KindMemoryRegion,
-		noRemoteInv: c.noRemoteInv,
+		noRemoteInv: o&NoRemoteInvalidate != 0,
 	}
 	r.word.Store(pack(s, StateValid, 0))
 	t.publish(r)

@@ -50,6 +50,7 @@ type Table struct {
 
 	mu       sync.Mutex
 	keys     [numPages]*keyPage
+	spare    *page // an emptied page kept for reuse, so churn does not allocate
 	rng      *rand.ChaCha8
 	lo, hi   uint32 // indices handed out: [lo, hi]
 	cursor   uint32 // the last index handed out (or the random start)
@@ -170,7 +171,7 @@ func (t *Table) allocIndex() uint32 {
 	// Leaving a page: drop it if nothing lives in it any more.
 	if old := t.cursor >> pageBits; old != idx>>pageBits {
 		if p := t.pages[old].Load(); p != nil && p.live == 0 {
-			t.pages[old].Store(nil)
+			t.dropPage(old, p)
 		}
 	}
 	t.cursor = idx
@@ -214,7 +215,9 @@ func (t *Table) publish(r *Region) {
 	pi := r.index >> pageBits
 	p := t.pages[pi].Load()
 	if p == nil {
-		p = new(page)
+		if p, t.spare = t.spare, nil; p == nil {
+			p = new(page)
+		}
 		t.pages[pi].Store(p)
 	}
 	p.slots[r.index&pageMask].Store(r)
@@ -230,6 +233,17 @@ func (t *Table) unpublish(index uint32) {
 	p.live--
 	t.count--
 	if p.live == 0 && t.cursor>>pageBits != pi {
-		t.pages[pi].Store(nil)
+		t.dropPage(pi, p)
+	}
+}
+
+// dropPage unpublishes the empty page p at pi and keeps it as the spare.
+// Reusing it under another range is safe: every slot is nil, and a lookup
+// still holding p reads nil or, after reuse, a region whose full STag it
+// must match, exactly as through the new range. Called with t.mu held.
+func (t *Table) dropPage(pi uint32, p *page) {
+	t.pages[pi].Store(nil)
+	if t.spare == nil {
+		t.spare = p
 	}
 }
