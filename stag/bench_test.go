@@ -1,0 +1,181 @@
+package stag
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+func benchRegion(b *testing.B) (*PD, *Region) {
+	tab := newTable(b)
+	pd := tab.NewPD()
+	// A few neighbours so the lookup is not served from a lone page.
+	for i := 0; i < 64; i++ {
+		register(b, pd, make([]byte, 64), LocalRead, BaseZero())
+	}
+	return pd, register(b, pd, make([]byte, 64<<10), LocalWrite|RemoteWrite, BaseVA())
+}
+
+var sinkBytes []byte
+
+func BenchmarkLookupHit(b *testing.B) {
+	pd, r := benchRegion(b)
+	s, to := r.STag(), r.TO(4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		got, f := pd.Lookup(s, to, 1460, RemoteWrite)
+		if f != OK {
+			b.Fatal(f)
+		}
+		sinkBytes = got
+	}
+}
+
+func BenchmarkLookupMissKey(b *testing.B) {
+	pd, r := benchRegion(b)
+	s, to := r.STag()^0x5a, r.TO(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, f := pd.Lookup(s, to, 1460, RemoteWrite); f != InvalidSTag {
+			b.Fatal(f)
+		}
+	}
+}
+
+func BenchmarkLookupMissIndex(b *testing.B) {
+	pd, _ := benchRegion(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, f := pd.Lookup(MakeSTag(MaxIndex-1, 0), 0, 1460, RemoteWrite); f != InvalidSTag {
+			b.Fatal(f)
+		}
+	}
+}
+
+func BenchmarkLookupMissBounds(b *testing.B) {
+	pd, r := benchRegion(b)
+	s, to := r.STag(), r.TO(64<<10-100)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, f := pd.Lookup(s, to, 1460, RemoteWrite); f != BaseBounds {
+			b.Fatal(f)
+		}
+	}
+}
+
+// Lookups from all Ps at once: no shared lock, so they scale with cores.
+func BenchmarkLookupHitParallel(b *testing.B) {
+	pd, r := benchRegion(b)
+	s, to := r.STag(), r.TO(4096)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, f := pd.Lookup(s, to, 1460, RemoteWrite); f != OK {
+				b.Fatal(f)
+			}
+		}
+	})
+}
+
+// Lookups while another goroutine registers and deregisters in the same
+// table: the writer's mutex never blocks the reader.
+func BenchmarkLookupHitDuringChurn(b *testing.B) {
+	pd, r := benchRegion(b)
+	s, to := r.STag(), r.TO(4096)
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		buf := make([]byte, 64)
+		for !stop.Load() {
+			x, err := pd.Register(buf, LocalRead, BaseZero())
+			if err == nil {
+				_ = x.Deregister()
+			}
+		}
+	}()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, f := pd.Lookup(s, to, 1460, RemoteWrite); f != OK {
+			b.Fatal(f)
+		}
+	}
+	b.StopTimer()
+	stop.Store(true)
+	wg.Wait()
+}
+
+func BenchmarkCheckLocal(b *testing.B) {
+	pd, r := benchRegion(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		got, f := pd.CheckLocal(r, 4096, 1460, LocalWrite)
+		if f != OK {
+			b.Fatal(f)
+		}
+		sinkBytes = got
+	}
+}
+
+func BenchmarkAcquireRelease(b *testing.B) {
+	_, r := benchRegion(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := r.Acquire(); err != nil {
+			b.Fatal(err)
+		}
+		r.Release()
+	}
+}
+
+func BenchmarkRegisterDeregister(b *testing.B) {
+	tab := newTable(b)
+	pd := tab.NewPD()
+	buf := make([]byte, 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := pd.Register(buf, LocalWrite|RemoteWrite, BaseVA())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Deregister(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// Registration into a table that already holds many regions.
+func BenchmarkRegisterDeregisterPopulated(b *testing.B) {
+	tab := newTable(b)
+	pd := tab.NewPD()
+	buf := make([]byte, 4096)
+	for i := 0; i < 100000; i++ {
+		register(b, pd, buf, LocalRead, BaseZero())
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := pd.Register(buf, LocalWrite|RemoteWrite, BaseVA())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Deregister(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkRemoteInvalidate(b *testing.B) {
+	pd, r := benchRegion(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if f := pd.RemoteInvalidate(r.STag()); f != OK {
+			b.Fatal(f)
+		}
+		b.StopTimer()
+		if _, err := r.Revalidate(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}

@@ -1,0 +1,28 @@
+// Package stag holds the memory-protection state of one iWARP device:
+// Steering Tags, protection domains, registered regions and the checks that
+// every tagged DDP segment, RDMA Read Request and local scatter/gather entry
+// must pass before data is placed or sourced.
+//
+// A Table is one STag index space (one "device", like one RNIC). Protection
+// domains are created from it, and every region belongs to exactly one PD.
+// STags are unique per table; the PD recorded with a region is what tells
+// "STag not associated with this stream" apart from "invalid STag", exactly
+// as in the verbs model that siw and hardware RNICs follow.
+//
+// The receive path calls PD.Lookup once per tagged segment. It takes no lock
+// and allocates nothing: the index is resolved through a two-level table of
+// atomically published pointers, and the region's STag, state and reference
+// count live in one atomic word that is read once. Lookup returns the exact
+// sub-slice of registered memory the segment addresses, so the caller can read
+// the payload from the socket straight into it.
+//
+// Failures are reported as a Failure kind whose RDMAPCode and DDPTaggedCode
+// methods give the Terminate layer/type/code to send, so the wire mapping is
+// defined once, here.
+//
+// Memory safety in Go differs from an RNIC: the slice a lookup returns keeps
+// the region's memory alive, so a write that raced with Deregister still lands
+// in the Go buffer the application registered (never outside it). Deregister
+// refuses to run while local work holds a reference (Region.Acquire), which is
+// how posted work requests keep their memory registered until they complete.
+package stag

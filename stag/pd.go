@@ -1,0 +1,219 @@
+package stag
+
+import (
+	"fmt"
+	"math"
+)
+
+// PD is a protection domain. A stream (queue pair) belongs to one PD, and it
+// may only use regions of that PD.
+type PD struct {
+	t  *Table
+	id uint32
+}
+
+// Table returns the table the PD was created from.
+func (pd *PD) Table() *Table { return pd.t }
+
+// ID returns a number that identifies the PD within its table.
+func (pd *PD) ID() uint32 { return pd.id }
+
+// String describes the PD for logs.
+func (pd *PD) String() string { return fmt.Sprintf("PD(%d)", pd.id) }
+
+// RegisterOption adjusts one registration. Options are flags and may be
+// combined with |.
+type RegisterOption uint8
+
+// Registration options.
+const (
+	// NoRemoteInvalidate makes the region immune to a peer's Send with
+	// Invalidate (it fails with CannotInvalidate); local invalidation
+	// still works.
+	NoRemoteInvalidate RegisterOption = 1 << iota
+)
+
+// Register registers buf with the given rights and base TO, and returns the
+// region with a fresh STag. The index follows the previous one by a random
+// stride (cyclically, from a random start) and the key is random and differs
+// from the key last used at that index, so a peer cannot derive a valid STag
+// from one it has seen.
+func (pd *PD) Register(buf []byte, access Access, base Base, opts ...RegisterOption) (*Region, error) {
+	if err := access.Validate(); err != nil {
+		return nil, err
+	}
+	if len(buf) == 0 {
+		return nil, ErrEmptyRegion
+	}
+	b := base.resolve(buf)
+	// The region's TOs [b, b+len) must not wrap, so that every TO inside it
+	// plus the remaining length is representable.
+	if b > math.MaxUint64-uint64(len(buf)) {
+		return nil, ErrBaseOverflow
+	}
+	var o RegisterOption
+	for _, x := range opts {
+		o |= x
+	}
+	t := pd.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.count >= t.max {
+		return nil, ErrTableFull
+	}
+	idx := t.allocIndex()
+	s := MakeSTag(idx, t.pickKey(idx))
+	r := &Region{
+		pd:          pd,
+		buf:         buf,
+		base:        b,
+		index:       idx,
+		access:      access,
+		kind:        KindMemoryRegion,
+		noRemoteInv: o&NoRemoteInvalidate != 0,
+	}
+	r.word.Store(pack(s, StateValid, 0))
+	t.publish(r)
+	t.noteIssued(s)
+	return r, nil
+}
+
+// Lookup validates a remote access through STag s at tagged offset to for
+// length bytes, needing the rights need, on a stream of this PD. On success it
+// returns exactly the registered bytes [to−base, to−base+length) (capacity
+// equal to length) and OK; otherwise nil and the first failed rule in this
+// order: STag (InvalidSTag, Invalidated), stream (PDMismatch), rights
+// (AccessRights), offsets (TOWrap, then BaseBounds).
+//
+// A zero-length access is checked like any other: it is valid at any TO from
+// base to base+len inclusive (the end of the region), and one past that is a
+// bounds violation.
+//
+// Lookup takes no lock and does not allocate.
+func (pd *PD) Lookup(s STag, to, length uint64, need Access) ([]byte, Failure) {
+	r := pd.t.load(s.Index())
+	if r == nil {
+		return nil, InvalidSTag
+	}
+	w := r.word.Load()
+	if wordSTag(w) != s {
+		return nil, InvalidSTag
+	}
+	switch wordState(w) {
+	case StateValid:
+	case StateInvalid:
+		return nil, Invalidated
+	default:
+		return nil, InvalidSTag
+	}
+	if r.pd != pd {
+		return nil, PDMismatch
+	}
+	if !r.access.Has(need) {
+		return nil, AccessRights
+	}
+	if to > math.MaxUint64-length {
+		return nil, TOWrap
+	}
+	if to < r.base {
+		return nil, BaseBounds
+	}
+	off := to - r.base
+	if !within(off, length, uint64(len(r.buf))) {
+		return nil, BaseBounds
+	}
+	return r.buf[off : off+length : off+length], OK
+}
+
+// CheckLocal validates a local scatter/gather entry at post time: region r
+// used by a work request of this PD, bytes [off, off+length) of the buffer,
+// needing the local rights need. It returns those bytes or the failure
+// (InvalidSTag for a freed region, Invalidated, PDMismatch, AccessRights,
+// BaseBounds; an off+length that overflows is a bounds violation, since no
+// TO is involved). Failures here are local protection errors, not wire codes.
+func (pd *PD) CheckLocal(r *Region, off, length uint64, need Access) ([]byte, Failure) {
+	switch wordState(r.word.Load()) {
+	case StateValid:
+	case StateInvalid:
+		return nil, Invalidated
+	default:
+		return nil, InvalidSTag
+	}
+	if r.pd != pd {
+		return nil, PDMismatch
+	}
+	if !r.access.Has(need) {
+		return nil, AccessRights
+	}
+	if !within(off, length, uint64(len(r.buf))) {
+		return nil, BaseBounds
+	}
+	return r.buf[off : off+length : off+length], OK
+}
+
+// within reports whether [off, off+n) lies in [0, size) without computing
+// off+n, which may overflow.
+func within(off, n, size uint64) bool { return off <= size && n <= size-off }
+
+// Invalidate carries out a local invalidate work request naming s on a
+// stream of this PD. An unknown or freed STag or a wrong key gives
+// InvalidSTag, a region of another PD gives PDMismatch. Invalidating an
+// already invalid region succeeds (verbs semantics, as siw).
+func (pd *PD) Invalidate(s STag) Failure {
+	r := pd.t.load(s.Index())
+	if r == nil {
+		return InvalidSTag
+	}
+	for {
+		w := r.word.Load()
+		if wordSTag(w) != s || wordState(w) == StateFree {
+			return InvalidSTag
+		}
+		if r.pd != pd {
+			return PDMismatch
+		}
+		if wordState(w) == StateInvalid {
+			return OK
+		}
+		if r.word.CompareAndSwap(w, withState(w, StateInvalid)) {
+			return OK
+		}
+	}
+}
+
+// RemoteInvalidate carries out the invalidation requested by a peer's Send
+// with Invalidate (or Send with Solicited Event and Invalidate) received on a
+// stream of this PD. Rules, checked in this order:
+//
+//   - the STag must name a registered region: index known, key equal, not
+//     deregistered — else CannotInvalidate (RDMAP 0/2/0x09);
+//   - the region must belong to this PD — else CannotInvalidatePD
+//     (RDMAP 0/1/0x09, as siw, irdma, cxgb4 and nes send it);
+//   - the region must be valid — else CannotInvalidate;
+//   - the region must not be registered with NoRemoteInvalidate — else
+//     CannotInvalidate (cxgb4 also answers 0/2/0x09 for regions it will not
+//     invalidate remotely).
+//
+// siw is more lenient: it does not compare the key and lets an invalid STag
+// be invalidated again. The stricter rules cost nothing toward a correct peer.
+func (pd *PD) RemoteInvalidate(s STag) Failure {
+	r := pd.t.load(s.Index())
+	if r == nil {
+		return CannotInvalidate
+	}
+	for {
+		w := r.word.Load()
+		if wordSTag(w) != s || wordState(w) == StateFree {
+			return CannotInvalidate
+		}
+		if r.pd != pd {
+			return CannotInvalidatePD
+		}
+		if wordState(w) != StateValid || r.noRemoteInv {
+			return CannotInvalidate
+		}
+		if r.word.CompareAndSwap(w, withState(w, StateInvalid)) {
+			return OK
+		}
+	}
+}
