@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// RFC 5040 §4.1 carries the STag to invalidate in Send with Invalidate; the
+// RFC 5040 §4 carries the STag to invalidate in Send with Invalidate; the
 // acceptance rules and their codes follow siw_invalidate_stag and
 // siw_rdmap_complete (PD mismatch 0/1/0x09, everything else 0/2/0x09), with
 // the stricter key and state checks this package documents.

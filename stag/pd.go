@@ -95,6 +95,8 @@ func (pd *PD) Lookup(s STag, to, length uint64, need Access) ([]byte, Failure) {
 	if r == nil {
 		return nil, InvalidSTag
 	}
+	// One load gives STag and state together; the full 32 bits must match,
+	// so a stale page or a reused index cannot hand out another region.
 	w := r.word.Load()
 	if wordSTag(w) != s {
 		return nil, InvalidSTag
@@ -112,6 +114,9 @@ func (pd *PD) Lookup(s STag, to, length uint64, need Access) ([]byte, Failure) {
 	if !r.access.Has(need) {
 		return nil, AccessRights
 	}
+	// The tagged segment MUST be validated before Placement (RFC 5041
+	// §7.1, DDP draft §9.1): TO and TO+length inside the region. The wrap
+	// is tested first so that TO+length below is never computed modulo 2^64.
 	if to > math.MaxUint64-length {
 		return nil, TOWrap
 	}
@@ -122,6 +127,7 @@ func (pd *PD) Lookup(s STag, to, length uint64, need Access) ([]byte, Failure) {
 	if !within(off, length, uint64(len(r.buf))) {
 		return nil, BaseBounds
 	}
+	// Capacity = length: the caller cannot append or reslice past the range.
 	return r.buf[off : off+length : off+length], OK
 }
 
@@ -131,6 +137,7 @@ func (pd *PD) Lookup(s STag, to, length uint64, need Access) ([]byte, Failure) {
 // (InvalidSTag for a freed region, Invalidated, PDMismatch, AccessRights,
 // BaseBounds; an off+length that overflows is a bounds violation, since no
 // TO is involved). Failures here are local protection errors, not wire codes.
+// r must be a region returned by Register (not nil).
 func (pd *PD) CheckLocal(r *Region, off, length uint64, need Access) ([]byte, Failure) {
 	switch wordState(r.word.Load()) {
 	case StateValid:

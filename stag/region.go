@@ -114,9 +114,9 @@ func (r *Region) Bytes() []byte { return r.buf }
 // TO returns the tagged offset a peer uses to address byte off of the region.
 func (r *Region) TO(off uint64) uint64 { return r.base + off }
 
-// RemoteInvalidate reports whether a peer's Send with Invalidate may
+// AllowsRemoteInvalidate reports whether a peer's Send with Invalidate may
 // invalidate the region (false if registered with NoRemoteInvalidate).
-func (r *Region) RemoteInvalidate() bool { return !r.noRemoteInv }
+func (r *Region) AllowsRemoteInvalidate() bool { return !r.noRemoteInv }
 
 // String describes the region for logs.
 func (r *Region) String() string {
