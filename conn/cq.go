@@ -1,0 +1,181 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// ErrCQFull is returned when work is posted to a queue pair whose completion
+// queue could not hold that work's completion. Capacity is reserved when work
+// is posted, as verbs programs size their CQs, so that the goroutine that
+// reads from the network never waits for the application to poll.
+var ErrCQFull = errors.New("iwarp: completion queue has no room for the work's completion")
+
+// CQ is a completion queue. Completions of any number of queue pairs may be
+// directed to one CQ. All methods are safe for concurrent use.
+type CQ struct {
+	mu         sync.Mutex
+	ring       []WorkCompletion
+	head       int // oldest completion
+	count      int // completions in the ring
+	reserved   int // slots promised to posted work that has not completed
+	solPending int // solicited or unsuccessful completions in the ring
+
+	ready chan struct{} // capacity 1: a completion was pushed
+	sol   chan struct{} // capacity 1: a solicited or error completion was pushed
+}
+
+// NewCQ returns a completion queue that holds up to depth completions.
+// It panics if depth is not positive.
+func NewCQ(depth int) *CQ {
+	if depth <= 0 {
+		panic("iwarp: NewCQ: depth must be positive")
+	}
+	return &CQ{
+		ring:  make([]WorkCompletion, depth),
+		ready: make(chan struct{}, 1),
+		sol:   make(chan struct{}, 1),
+	}
+}
+
+// Cap returns the number of completions the queue can hold.
+func (cq *CQ) Cap() int { return len(cq.ring) }
+
+// Len returns the number of completions waiting to be polled.
+func (cq *CQ) Len() int {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	return cq.count
+}
+
+// reserve promises n completion slots to work being posted.
+func (cq *CQ) reserve(n int) error {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.count+cq.reserved+n > len(cq.ring) {
+		return ErrCQFull
+	}
+	cq.reserved += n
+	return nil
+}
+
+// unreserve gives back slots of work that completed without a completion
+// (unsignaled work that succeeded) or that was never queued.
+func (cq *CQ) unreserve(n int) {
+	cq.mu.Lock()
+	cq.reserved -= n
+	cq.mu.Unlock()
+}
+
+// push stores a completion in a slot reserved earlier. It never blocks.
+func (cq *CQ) push(wc *WorkCompletion) {
+	cq.mu.Lock()
+	if cq.reserved <= 0 || cq.count == len(cq.ring) {
+		cq.mu.Unlock()
+		panic("iwarp: completion pushed without a reserved slot")
+	}
+	cq.reserved--
+	i := cq.head + cq.count
+	if i >= len(cq.ring) {
+		i -= len(cq.ring)
+	}
+	cq.ring[i] = *wc
+	cq.count++
+	notifySol := wc.Status != WCSuccess || wc.Flags&WCSolicited != 0
+	if notifySol {
+		cq.solPending++
+	}
+	cq.mu.Unlock()
+	select {
+	case cq.ready <- struct{}{}:
+	default:
+	}
+	if notifySol {
+		select {
+		case cq.sol <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Poll moves up to len(wcs) completions, oldest first, into wcs and returns
+// how many it moved. It never blocks and does not allocate.
+func (cq *CQ) Poll(wcs []WorkCompletion) int {
+	cq.mu.Lock()
+	n := cq.pollLocked(wcs)
+	cq.mu.Unlock()
+	return n
+}
+
+func (cq *CQ) pollLocked(wcs []WorkCompletion) int {
+	n := min(len(wcs), cq.count)
+	for k := 0; k < n; k++ {
+		slot := &cq.ring[cq.head]
+		wcs[k] = *slot
+		if slot.Status != WCSuccess || slot.Flags&WCSolicited != 0 {
+			cq.solPending--
+		}
+		*slot = WorkCompletion{} // drop the error reference
+		cq.head++
+		if cq.head == len(cq.ring) {
+			cq.head = 0
+		}
+	}
+	cq.count -= n
+	return n
+}
+
+// Wait blocks until at least one completion is available or ctx is done, then
+// behaves like Poll.
+func (cq *CQ) Wait(ctx context.Context, wcs []WorkCompletion) (int, error) {
+	if len(wcs) == 0 {
+		return 0, errors.New("iwarp: CQ.Wait: empty completion slice")
+	}
+	for {
+		if n := cq.Poll(wcs); n > 0 {
+			return n, nil
+		}
+		select {
+		case <-cq.ready:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// WaitSolicited blocks until the queue holds a solicited completion (a
+// received Send with Solicited Event) or an unsuccessful one, or ctx is done;
+// then it polls like Poll, returning the oldest completions first (which may
+// include unsolicited ones queued before). This is the verbs
+// "notify on solicited only" pattern.
+func (cq *CQ) WaitSolicited(ctx context.Context, wcs []WorkCompletion) (int, error) {
+	if len(wcs) == 0 {
+		return 0, errors.New("iwarp: CQ.WaitSolicited: empty completion slice")
+	}
+	for {
+		cq.mu.Lock()
+		if cq.solPending > 0 {
+			n := cq.pollLocked(wcs)
+			cq.mu.Unlock()
+			return n, nil
+		}
+		cq.mu.Unlock()
+		select {
+		case <-cq.sol:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}
+
+// Ready returns a channel that receives a value after completions are
+// pushed. It is level-triggered in the sense that matters for select loops:
+// after a receive from Ready, a Poll sees every completion pushed before the
+// signal. Use it to wait on several CQs or other events at once:
+//
+//	for {
+//		if n := cq.Poll(wcs); n > 0 { ... }
+//		select { case <-cq.Ready(): case <-other: }
+//	}
+func (cq *CQ) Ready() <-chan struct{} { return cq.ready }

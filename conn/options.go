@@ -1,0 +1,289 @@
+package conn
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/iwarp-go/iwarp-go/mpa"
+)
+
+// CRCMode says how connection setup negotiates the MPA CRC. Whatever the
+// mode, the CRC in use is what the responder's Reply says.
+type CRCMode = mpa.CRCMode
+
+const (
+	// CRCPreferred asks for CRC and accepts a peer that declines (default).
+	CRCPreferred = mpa.CRCPreferred
+	// CRCRequired fails the connection unless CRC is in use.
+	CRCRequired = mpa.CRCRequired
+	// CRCOff does not ask for CRC; a responder still follows an initiator
+	// that asks.
+	CRCOff = mpa.CRCOff
+)
+
+// RTR is a set of RFC 6581 ready-to-receive message types.
+type RTR = mpa.RTR
+
+const (
+	RTRSend  = mpa.RTRSend
+	RTRWrite = mpa.RTRWrite
+	RTRRead  = mpa.RTRRead
+)
+
+// Default values of the connection options.
+const (
+	DefaultIRD            = 16
+	DefaultORD            = 16
+	DefaultPeerIRD        = 1
+	DefaultSetupTimeout   = 10 * time.Second
+	DefaultFirstFPDUDelay = 300 * time.Millisecond
+)
+
+// Option configures connection setup (Connect, Dial, Listen, Accept).
+// Options validate their arguments; an invalid one makes the call that
+// received it fail.
+type Option interface {
+	apply(*config) error
+}
+
+type optionFunc func(*config) error
+
+func (f optionFunc) apply(c *config) error { return f(c) }
+
+// ErrBadOption wraps every option validation failure.
+var ErrBadOption = errors.New("iwarp: invalid option")
+
+func badOption(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadOption, fmt.Sprintf(format, args...))
+}
+
+type config struct {
+	mpa            mpa.Config
+	privateData    []byte
+	peerIRD        uint16 // assumed when no IRD/ORD was exchanged
+	maxFPDU        int    // 0: from the TCP MSS, or 65535 between iwarp-go peers
+	keepAlive      time.Duration
+	userTimeout    time.Duration
+	setupTimeout   time.Duration
+	firstFPDUDelay time.Duration // <0: automatic
+	tap            io.Writer
+}
+
+func defaultConfig() config {
+	return config{
+		mpa: mpa.Config{
+			Revision: 2,
+			CRC:      mpa.CRCPreferred,
+			IRD:      DefaultIRD,
+			ORD:      DefaultORD,
+			P2P:      true,
+			RTR:      mpa.RTRWrite,
+		},
+		peerIRD:        DefaultPeerIRD,
+		setupTimeout:   DefaultSetupTimeout,
+		firstFPDUDelay: -1,
+	}
+}
+
+func buildConfig(base config, opts []Option) (config, error) {
+	c := base
+	c.privateData = append([]byte(nil), base.privateData...)
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o.apply(&c); err != nil {
+			return config{}, err
+		}
+	}
+	if err := c.mpa.Validate(); err != nil {
+		return config{}, fmt.Errorf("%w: %v", ErrBadOption, err)
+	}
+	return c, nil
+}
+
+// WithCRC sets how the MPA CRC is negotiated (default CRCPreferred).
+func WithCRC(mode CRCMode) Option {
+	return optionFunc(func(c *config) error {
+		switch mode {
+		case CRCPreferred, CRCRequired, CRCOff:
+			c.mpa.CRC = mode
+			return nil
+		}
+		return badOption("unknown CRC mode %d", mode)
+	})
+}
+
+// WithMPARevision selects MPA revision 1 (RFC 5044: no IRD/ORD exchange, no
+// peer-to-peer mode) or 2 (RFC 6581, the default).
+func WithMPARevision(rev int) Option {
+	return optionFunc(func(c *config) error {
+		switch rev {
+		case 1:
+			c.mpa.Revision = 1
+			c.mpa.P2P = false
+		case 2:
+			c.mpa.Revision = 2
+		default:
+			return badOption("MPA revision %d (want 1 or 2)", rev)
+		}
+		return nil
+	})
+}
+
+// WithoutEnhanced sends revision 2 frames without the RFC 6581 Enhanced flag:
+// no IRD/ORD exchange and no peer-to-peer mode.
+func WithoutEnhanced() Option {
+	return optionFunc(func(c *config) error {
+		c.mpa.NoEnhanced = true
+		c.mpa.P2P = false
+		return nil
+	})
+}
+
+// WithMarkers asks the peer to insert MPA markers (RFC 5044 §5) into the
+// stream it sends. siw refuses markers.
+func WithMarkers() Option {
+	return optionFunc(func(c *config) error {
+		c.mpa.RequestMarkers = true
+		return nil
+	})
+}
+
+// WithIRDORD sets the inbound (IRD) and outbound (ORD) RDMA Read depths this
+// side advertises: each a power of two from 1 to 128.
+func WithIRDORD(ird, ord int) Option {
+	return optionFunc(func(c *config) error {
+		for _, v := range []int{ird, ord} {
+			if v < 1 || v > mpa.MaxAdvertisedIRDORD || v&(v-1) != 0 {
+				return badOption("IRD/ORD %d: must be a power of two from 1 to %d", v, mpa.MaxAdvertisedIRDORD)
+			}
+		}
+		c.mpa.IRD, c.mpa.ORD = uint16(ird), uint16(ord)
+		return nil
+	})
+}
+
+// WithPeerIRD sets the number of RDMA Reads assumed to be acceptable to the
+// peer when connection setup exchanged no IRD/ORD (MPA revision 1, or
+// revision 2 without the Enhanced flag). Default 1.
+func WithPeerIRD(n int) Option {
+	return optionFunc(func(c *config) error {
+		if n < 1 || n > mpa.MaxAdvertisedIRDORD {
+			return badOption("peer IRD %d: must be from 1 to %d", n, mpa.MaxAdvertisedIRDORD)
+		}
+		c.peerIRD = uint16(n)
+		return nil
+	})
+}
+
+// WithPrivateData sets the private data carried in the MPA Request (initiator)
+// or Reply (responder). Toward a peer that may be siw at most 251 bytes are
+// allowed.
+func WithPrivateData(b []byte) Option {
+	return optionFunc(func(c *config) error {
+		if len(b) > mpa.MaxPrivateData {
+			return badOption("private data of %d bytes (at most %d)", len(b), mpa.MaxPrivateData)
+		}
+		c.privateData = append(c.privateData[:0], b...)
+		return nil
+	})
+}
+
+// WithP2P asks for (initiator) or allows (responder) RFC 6581 peer-to-peer
+// mode with the given ready-to-receive types (default: on, Write). An
+// initiator offers the types; a responder picks Write, then Read, then Send
+// among those offered that it allows.
+func WithP2P(rtr RTR) Option {
+	return optionFunc(func(c *config) error {
+		if rtr == 0 || rtr&^(RTRSend|RTRWrite|RTRRead) != 0 {
+			return badOption("RTR set %v", rtr)
+		}
+		c.mpa.P2P = true
+		c.mpa.RTR = rtr
+		return nil
+	})
+}
+
+// WithoutP2P turns peer-to-peer mode off: as responder, this side then sends
+// nothing before the initiator's first message.
+func WithoutP2P() Option {
+	return optionFunc(func(c *config) error {
+		c.mpa.P2P = false
+		return nil
+	})
+}
+
+// WithAcceptDowngrade lets an initiator accept a revision 1 Reply (or one
+// without the Enhanced flag) to its enhanced Request.
+func WithAcceptDowngrade() Option {
+	return optionFunc(func(c *config) error {
+		c.mpa.AcceptDowngrade = true
+		return nil
+	})
+}
+
+// WithMaxFPDU bounds the size of the FPDUs this side sends (MPA length field
+// to CRC, 64 to 65544 bytes). By default FPDUs fit the TCP maximum segment
+// size, or are as large as MPA allows when the peer is iwarp-go.
+func WithMaxFPDU(n int) Option {
+	return optionFunc(func(c *config) error {
+		if n < 64 || n > fpduOverhead+mpa.MaxULPDU {
+			return badOption("max FPDU %d: must be from 64 to %d", n, fpduOverhead+mpa.MaxULPDU)
+		}
+		c.maxFPDU = n
+		return nil
+	})
+}
+
+// WithTCPKeepAlive sets the TCP keep-alive period (0 keeps the system
+// default, negative disables keep-alive).
+func WithTCPKeepAlive(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		c.keepAlive = d
+		return nil
+	})
+}
+
+// WithTCPUserTimeout sets TCP_USER_TIMEOUT: how long sent data may stay
+// unacknowledged before the connection is dropped, so that a peer that
+// vanishes without FIN or RST is detected. Zero keeps the system default.
+func WithTCPUserTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d < 0 {
+			return badOption("TCP user timeout %v", d)
+		}
+		c.userTimeout = d
+		return nil
+	})
+}
+
+// WithSetupTimeout bounds connection setup (TCP connect and the MPA exchange)
+// in addition to the context (default 10 s). A responder drops a connection
+// whose MPA Request has not arrived within it.
+func WithSetupTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d <= 0 {
+			return badOption("setup timeout %v", d)
+		}
+		c.setupTimeout = d
+		return nil
+	})
+}
+
+// WithFirstFPDUDelay sets how long an initiator holds back its first FPDU
+// after the MPA Reply. Linux siw hooks its receive path to the connection only
+// after it sent the Reply, so an FPDU that arrives in between can sit
+// unprocessed; the default is 300 ms toward peers that are not iwarp-go, and
+// zero between iwarp-go peers. Posting never blocks on it.
+func WithFirstFPDUDelay(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d < 0 {
+			return badOption("first FPDU delay %v", d)
+		}
+		c.firstFPDUDelay = d
+		return nil
+	})
+}

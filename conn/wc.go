@@ -1,0 +1,155 @@
+package conn
+
+import (
+	"errors"
+	"fmt"
+)
+
+// WCStatus is the status of a work completion. The names and meanings mirror
+// libibverbs' enum ibv_wc_status so that programs ported from verbs read the
+// same; not every status can occur over iWARP.
+type WCStatus uint8
+
+const (
+	WCSuccess WCStatus = iota
+	WCLocLenErr
+	WCLocQPOpErr
+	WCLocEECOpErr
+	WCLocProtErr
+	WCWRFlushErr
+	WCMWBindErr
+	WCBadRespErr
+	WCLocAccessErr
+	WCRemInvReqErr
+	WCRemAccessErr
+	WCRemOpErr
+	WCRetryExcErr
+	WCRNRRetryExcErr
+	WCLocRDDViolErr
+	WCRemInvRDReqErr
+	WCRemAbortErr
+	WCInvEECNErr
+	WCInvEECStateErr
+	WCFatalErr
+	WCRespTimeoutErr
+	WCGeneralErr
+)
+
+var wcStatusNames = [...]string{
+	WCSuccess:        "success",
+	WCLocLenErr:      "local length error",
+	WCLocQPOpErr:     "local QP operation error",
+	WCLocEECOpErr:    "local EE context operation error",
+	WCLocProtErr:     "local protection error",
+	WCWRFlushErr:     "work request flushed error",
+	WCMWBindErr:      "memory window bind error",
+	WCBadRespErr:     "bad response error",
+	WCLocAccessErr:   "local access error",
+	WCRemInvReqErr:   "remote invalid request error",
+	WCRemAccessErr:   "remote access error",
+	WCRemOpErr:       "remote operation error",
+	WCRetryExcErr:    "transport retry counter exceeded",
+	WCRNRRetryExcErr: "RNR retry counter exceeded",
+	WCLocRDDViolErr:  "local RDD violation error",
+	WCRemInvRDReqErr: "remote invalid RD request",
+	WCRemAbortErr:    "operation aborted",
+	WCInvEECNErr:     "invalid EE context number",
+	WCInvEECStateErr: "invalid EE context state",
+	WCFatalErr:       "fatal error",
+	WCRespTimeoutErr: "response timeout error",
+	WCGeneralErr:     "general error",
+}
+
+func (s WCStatus) String() string {
+	if int(s) < len(wcStatusNames) {
+		return wcStatusNames[s]
+	}
+	return fmt.Sprintf("WCStatus(%d)", uint8(s))
+}
+
+// WCOpcode says which kind of work request a completion belongs to.
+type WCOpcode uint8
+
+const (
+	WCSend WCOpcode = iota
+	WCRDMAWrite
+	WCRDMARead
+	WCLocalInv
+	WCRecv
+)
+
+func (o WCOpcode) String() string {
+	switch o {
+	case WCSend:
+		return "send"
+	case WCRDMAWrite:
+		return "rdma-write"
+	case WCRDMARead:
+		return "rdma-read"
+	case WCLocalInv:
+		return "local-inv"
+	case WCRecv:
+		return "recv"
+	}
+	return fmt.Sprintf("WCOpcode(%d)", uint8(o))
+}
+
+// WCFlags qualify a receive completion.
+type WCFlags uint8
+
+const (
+	// WCWithInv: the Send carried an STag that was invalidated (InvSTag).
+	WCWithInv WCFlags = 1 << iota
+	// WCSolicited: the Send asked for a solicited event.
+	WCSolicited
+)
+
+// WorkCompletion reports the end of one work request. It is a plain value:
+// completions are copied into the CQ ring and out again without allocation.
+type WorkCompletion struct {
+	ID      uint64
+	QPN     uint32
+	Status  WCStatus
+	Op      WCOpcode
+	Flags   WCFlags
+	ByteLen uint32
+	// InvSTag is the STag a received Send with Invalidate invalidated.
+	InvSTag uint32
+	err     error
+}
+
+// Err returns nil for a successful completion, and otherwise a
+// *CompletionError whose cause (errors.Unwrap) is the error that ended the
+// work request — for example a *rdmap.TerminateError sent or received.
+func (wc *WorkCompletion) Err() error {
+	if wc.Status == WCSuccess {
+		return nil
+	}
+	return &CompletionError{Status: wc.Status, Op: wc.Op, ID: wc.ID, Err: wc.err}
+}
+
+// CompletionError is the error of an unsuccessful work completion.
+type CompletionError struct {
+	Status WCStatus
+	Op     WCOpcode
+	ID     uint64
+	Err    error
+}
+
+func (e *CompletionError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("iwarp: %s work request %d: %s: %v", e.Op, e.ID, e.Status, e.Err)
+	}
+	return fmt.Sprintf("iwarp: %s work request %d: %s", e.Op, e.ID, e.Status)
+}
+
+func (e *CompletionError) Unwrap() error { return e.Err }
+
+// Is lets errors.Is(err, ErrFlushed) match flushed completions.
+func (e *CompletionError) Is(target error) bool {
+	return target == ErrFlushed && e.Status == WCWRFlushErr
+}
+
+// ErrFlushed matches (errors.Is) the error of a work request that was flushed
+// because its queue pair left the ready-to-send state before it could run.
+var ErrFlushed = errors.New("iwarp: work request flushed")

@@ -1,0 +1,113 @@
+package conn
+
+import (
+	"fmt"
+
+	"github.com/iwarp-go/iwarp-go/stag"
+)
+
+// Op is the operation of a send-queue work request.
+type Op uint8
+
+const (
+	// OpSend sends the SGL as an untagged message into the peer's next
+	// posted receive.
+	OpSend Op = iota
+	// OpSendInv is a Send that also invalidates InvSTag at the peer
+	// (RFC 5040 Send with Invalidate).
+	OpSendInv
+	// OpSendSE is a Send with Solicited Event: the peer's receive completion
+	// wakes CQ.WaitSolicited.
+	OpSendSE
+	// OpSendSEInv is a Send with Solicited Event and Invalidate.
+	OpSendSEInv
+	// OpWrite writes the SGL into the peer's memory at Remote.
+	OpWrite
+	// OpRead reads Remote from the peer's memory into the SGL.
+	OpRead
+	// OpLocalInv invalidates the local STag InvSTag, in send-queue order.
+	OpLocalInv
+)
+
+func (o Op) String() string {
+	switch o {
+	case OpSend:
+		return "send"
+	case OpSendInv:
+		return "send-inv"
+	case OpSendSE:
+		return "send-se"
+	case OpSendSEInv:
+		return "send-se-inv"
+	case OpWrite:
+		return "write"
+	case OpRead:
+		return "read"
+	case OpLocalInv:
+		return "local-inv"
+	}
+	return fmt.Sprintf("Op(%d)", uint8(o))
+}
+
+func (o Op) isSend() bool { return o <= OpSendSEInv }
+
+func (o Op) wcOpcode() WCOpcode {
+	switch o {
+	case OpWrite:
+		return WCRDMAWrite
+	case OpRead:
+		return WCRDMARead
+	case OpLocalInv:
+		return WCLocalInv
+	}
+	return WCSend
+}
+
+// SendFlags modify a send-queue work request.
+type SendFlags uint8
+
+const (
+	// Signaled asks for a completion when the work request succeeds.
+	// Unsuccessful work requests always complete.
+	Signaled SendFlags = 1 << iota
+	// Fence makes the work request wait until every earlier RDMA Read of
+	// the queue pair has completed.
+	Fence
+	// Solicited turns OpSend into OpSendSE and OpSendInv into OpSendSEInv.
+	Solicited
+)
+
+// SGE names length bytes of a registered region, starting Offset bytes
+// into it. Work requests use SGEs to say where data comes from or goes to.
+type SGE struct {
+	MR     *MR
+	Offset int
+	Length int
+}
+
+// RemoteAddr is what a peer needs to address a region with RDMA Write and
+// RDMA Read: its STag and a tagged offset. MR.Remote makes one.
+type RemoteAddr struct {
+	STag stag.STag
+	TO   uint64
+}
+
+// SendWR is a send-queue work request. It is copied when posted; the SGL
+// slice may be reused at once, but the memory it names must not change (for
+// Send and Write) or be read (for Read) until the completion.
+type SendWR struct {
+	ID     uint64
+	Op     Op
+	Flags  SendFlags
+	SGL    []SGE
+	Remote RemoteAddr // Write, Read
+	// InvSTag is the peer's STag to invalidate (OpSendInv, OpSendSEInv) or
+	// the local STag to invalidate (OpLocalInv).
+	InvSTag stag.STag
+}
+
+// RecvWR is a receive-queue work request: a buffer for one incoming Send.
+type RecvWR struct {
+	ID  uint64
+	SGL []SGE
+}
