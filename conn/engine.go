@@ -87,18 +87,18 @@ type engine struct {
 	sent       []sentMsg // messages whose last FPDU awaits the flush
 
 	// Guarded by qp.mu.
-	orq                []orqEntry
-	orqHead, orqTail   uint32
-	ordLimit           int
-	irq                []irqEntry
-	irqHead, irqNext   uint32 // oldest unanswered, next to answer
-	irqTail            uint32
-	irdLimit           int
-	txOpen             bool // the transmitter may send FPDUs
-	term               *rdmap.Terminate
-	drained            chan struct{} // closed when a draining close may proceed
-	drainSignaled      bool
-	txTimer            *time.Timer // first-FPDU delay
+	orq              []orqEntry
+	orqHead, orqTail uint32
+	ordLimit         int
+	irq              []irqEntry
+	irqHead, irqNext uint32 // oldest unanswered, next to answer
+	irqTail          uint32
+	irdLimit         int
+	txOpen           bool // the transmitter may send FPDUs
+	term             *rdmap.Terminate
+	drained          chan struct{} // closed when a draining close may proceed
+	drainSignaled    bool
+	txTimer          *time.Timer // first-FPDU delay
 
 	// Receive state, owned by the receiver goroutine.
 	uq          *ddp.UntaggedQueues

@@ -44,9 +44,9 @@ type QPCaps struct {
 
 func (c *QPCaps) setDefaults() error {
 	for _, f := range []struct {
-		v         *int
-		def, max  int
-		name      string
+		v        *int
+		def, max int
+		name     string
 	}{
 		{&c.SendDepth, DefaultQueueDepth, MaxQueueDepth, "send depth"},
 		{&c.RecvDepth, DefaultQueueDepth, MaxQueueDepth, "receive depth"},
