@@ -49,7 +49,7 @@ func (qp *QP) shutdown(abort bool) error {
 		e := qp.eng
 		if abort {
 			qp.mu.Unlock()
-			if tc, ok := e.c.(*net.TCPConn); ok {
+			if tc, ok := rawConn(e.c).(*net.TCPConn); ok {
 				tc.SetLinger(0)
 			}
 			e.fail(ErrQPClosed, nil)

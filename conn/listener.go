@@ -131,6 +131,7 @@ func serve(ctx context.Context, c net.Conn, cfg config) (*ConnRequest, error) {
 	if err := tuneSocket(c, &cfg); err != nil {
 		return nil, err
 	}
+	c = tapped(c, &cfg)
 	ctx, cancel := context.WithTimeout(ctx, cfg.setupTimeout)
 	defer cancel()
 	req, err := mpa.ReadRequest(ctx, c, &cfg.mpa)

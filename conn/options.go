@@ -3,7 +3,7 @@ package conn
 import (
 	"errors"
 	"fmt"
-	"io"
+	"net"
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/mpa"
@@ -68,7 +68,7 @@ type config struct {
 	userTimeout    time.Duration
 	setupTimeout   time.Duration
 	firstFPDUDelay time.Duration // <0: automatic
-	tap            io.Writer
+	tap            Tap
 }
 
 func defaultConfig() config {
@@ -284,6 +284,26 @@ func WithFirstFPDUDelay(d time.Duration) Option {
 			return badOption("first FPDU delay %v", d)
 		}
 		c.firstFPDUDelay = d
+		return nil
+	})
+}
+
+// Tap records a connection's traffic. Wrap is given the connection before
+// the MPA exchange and returns the connection the queue pair then uses for
+// every byte it sends and receives (package pcaptap writes such a capture).
+type Tap interface {
+	Wrap(c net.Conn) net.Conn
+}
+
+// WithTap records the connection through t. A tapped connection writes
+// each piece of an FPDU batch separately instead of one writev, so use it
+// for debugging and tests, not for measurements.
+func WithTap(t Tap) Option {
+	return optionFunc(func(c *config) error {
+		if t == nil {
+			return badOption("nil tap")
+		}
+		c.tap = t
 		return nil
 	})
 }

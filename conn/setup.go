@@ -74,6 +74,7 @@ func (qp *QP) client(ctx context.Context, c net.Conn, cfg *config) error {
 		qp.setupFailed(err)
 		return err
 	}
+	c = tapped(c, cfg)
 	qp.mu.Lock()
 	qp.setupConn = c
 	qp.mu.Unlock()
@@ -201,4 +202,27 @@ func (qp *QP) setupFailed(err error) {
 	close(qp.done)
 	qp.flushLocked(err)
 	close(qp.finished)
+}
+
+// tapped wraps c in the configured tap. Socket options and the MSS are read
+// from the TCP connection underneath, so tuning happens before.
+func tapped(c net.Conn, cfg *config) net.Conn {
+	if cfg.tap == nil {
+		return c
+	}
+	return &tapConn{Conn: cfg.tap.Wrap(c), raw: c}
+}
+
+// tapConn keeps the raw connection for socket-level queries (MSS, linger).
+type tapConn struct {
+	net.Conn
+	raw net.Conn
+}
+
+// rawConn returns the connection underneath any tap.
+func rawConn(c net.Conn) net.Conn {
+	if t, ok := c.(*tapConn); ok {
+		return t.raw
+	}
+	return c
 }

@@ -11,7 +11,7 @@ import (
 // tcpMSS returns the connection's TCP maximum segment size, or 0 if it is
 // not a TCP socket.
 func tcpMSS(c net.Conn) int {
-	sc, ok := c.(syscall.Conn)
+	sc, ok := rawConn(c).(syscall.Conn)
 	if !ok {
 		return 0
 	}
