@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/ddp"
@@ -109,6 +110,10 @@ type engine struct {
 	sendRTRWait bool // a zero-length Send RTR is expected first
 	rxPend      rxPending
 
+	// dead is set when the connection failed: the transmitter abandons the
+	// message it is framing and sends the pending Terminate.
+	dead atomic.Bool
+
 	txDone chan struct{}
 	rxDone chan struct{}
 }
@@ -213,6 +218,7 @@ func (e *engine) fail(cause error, term *rdmap.Terminate) {
 	qp.state = stateError
 	qp.err = cause
 	e.term = term
+	e.dead.Store(true)
 	close(qp.done)
 	qp.mu.Unlock()
 	if term == nil {

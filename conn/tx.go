@@ -54,6 +54,9 @@ func (e *engine) transmit() bool {
 // nothing is ready (more=false). alive=false means the connection ended.
 func (e *engine) fill() (more, alive bool) {
 	for e.w.Pending() < maxBatchFPDUs && e.w.Buffered() < maxBatchBytes {
+		if e.dead.Load() {
+			e.cur = txNone // the rest of the message is not sent
+		}
 		if e.cur == txNone {
 			ok, alive := e.next()
 			if !alive {
