@@ -84,6 +84,15 @@ func (e *engine) rxWrite(h *rdmap.Header, n int) error {
 	if !ts.Lookup { // zero-length message, e.g. an RFC 6581 Write RTR
 		return nil
 	}
+	if ts.First {
+		// Order this placement after everything the application did before
+		// its last post on this queue pair (typically: reading the buffer,
+		// then telling the peer it may write again). The network already
+		// orders them; this makes the Go memory model, and the race
+		// detector, see it too when both ends run in one process.
+		e.qp.mu.Lock()
+		e.qp.mu.Unlock()
+	}
 	dst, f := e.qp.pd.pd.Lookup(stag.STag(ts.STag), ts.TO, uint64(ts.Len), stag.RemoteWrite)
 	if f != stag.OK {
 		return rdmap.NewError(rdmap.WriteCondition(placementFailure(f)), e.rxHdr[:h.Len], n, nil)

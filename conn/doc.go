@@ -1,0 +1,60 @@
+// Package conn is the user API of iwarp-go: protection domains, registered
+// memory regions, completion queues and queue pairs that carry RDMA Write,
+// RDMA Read and Send/Receive over a TCP connection, speaking iWARP (RDMAP,
+// DDP, MPA) the way the Linux soft-iWARP driver (siw) does.
+//
+// # Flow
+//
+//	pd := conn.NewPD()
+//	mr, _ := pd.Register(buf, conn.LocalWrite|conn.RemoteWrite|conn.RemoteRead)
+//	cq := conn.NewCQ(256)
+//	qp, _ := pd.NewQP(cq, conn.QPCaps{})
+//	qp.PostRecv(conn.RecvWR{ID: 1, SGL: []conn.SGE{mr.SGE(0, 4096)}}) // allowed before connecting
+//	err := qp.Connect(ctx, "tcp", addr)                                // or Listen + AcceptRequest + Accept
+//	qp.PostSend(conn.SendWR{ID: 2, Op: conn.OpWrite, Flags: conn.Signaled,
+//		SGL: []conn.SGE{mr.SGE(0, 4096)}, Remote: peerAddr})
+//	n, err := cq.Wait(ctx, wcs)
+//
+// Work requests and completions are plain values copied into fixed ring
+// slots: posting and polling do not allocate. Posting never blocks on the
+// network; it fails with ErrSQFull, ErrRQFull or ErrCQFull when a queue, or
+// the completion queue that must take the work's completion, is full (CQ
+// room is reserved when work is posted, so the receive path never waits for
+// the application). context.Context bounds connection setup and waits.
+//
+// # Concurrency
+//
+// Each connected queue pair runs two goroutines. The receiver reads an FPDU
+// header, validates it (STag, protection domain, rights, bounds, MSN), reads
+// the payload straight into registered memory, verifies the CRC, and pushes
+// the completion. The transmitter frames send-queue messages and Read
+// Responses into batched writevs; MSNs are assigned under the lock that
+// orders bytes onto the socket. Close ends both goroutines and flushes
+// outstanding work with WCWRFlushErr completions; so does a peer's FIN,
+// reset or Terminate, which QP.Done and QP.Err report even when no work is
+// posted.
+//
+// # Memory model
+//
+// Bytes the peer places into a registered region (by RDMA Write, Read
+// Response or Send) are visible to the program after it has received the
+// completion that covers them (a receive or Read completion), or — for RDMA
+// Writes, which complete nothing at the target — after the completion of a
+// later message from the same peer (the usual "write, then send a note"
+// pattern). Reading a region while the peer may be writing into it is a
+// data race, and so is changing the memory of a Send or Write before its
+// completion. Conversely, the program may reuse memory once it has told the
+// peer so through a later post on the same queue pair: the placements that
+// follow are ordered after that post.
+//
+// # Interoperability
+//
+// Defaults follow what Linux siw expects (see docs/rfc-notes/conn.md): MPA
+// revision 2 with the RFC 6581 IRD/ORD block, CRC preferred (siw follows the
+// initiator's choice), no markers toward siw, peer-to-peer mode with a
+// zero-length RDMA Write RTR, FPDUs that fit the TCP MSS toward unknown
+// peers, and a short hold-back of the initiator's first FPDU toward peers
+// that are not iwarp-go (siw may not yet be listening on the connection
+// when its Reply arrives). Two iwarp-go peers recognise each other in the
+// MPA private data and use 64 KiB FPDUs with no hold-back.
+package conn
