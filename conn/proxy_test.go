@@ -147,8 +147,11 @@ func flipWorkload(t *testing.T, opts ...Option) (client, server *endpoint, src, 
 	require.NoError(t, server.qp.PostRecv(RecvWR{ID: 5}))
 	src = client.register(t, 64<<10, 0)
 	copy(src.Bytes(), pattern(64<<10, 2))
-	require.NoError(t, client.qp.PostSend(SendWR{Op: OpWrite, SGL: []SGE{src.SGE(0, 64<<10)}, Remote: target.Remote(0)}))
-	require.NoError(t, client.qp.PostSend(SendWR{ID: 6, Op: OpSend, Flags: Signaled}))
+	_, err := client.qp.PostSendBatch([]SendWR{
+		{Op: OpWrite, SGL: []SGE{src.SGE(0, 64<<10)}, Remote: target.Remote(0)},
+		{ID: 6, Op: OpSend, Flags: Signaled},
+	})
+	require.NoError(t, err)
 	return client, server, src, target
 }
 
