@@ -1,0 +1,62 @@
+package conn
+
+import (
+	"context"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestSetup_SilentPeersAreCutOff: a peer that connects and never sends its
+// MPA Request, sends part of one, or trickles it a byte at a time, is
+// dropped by the setup timeout; the listener keeps serving others and holds
+// nothing for the dropped peers.
+func TestSetup_SilentPeersAreCutOff(t *testing.T) {
+	checkLeaks(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ln, err := Listen(ctx, "tcp", "127.0.0.1:0", WithSetupTimeout(300*time.Millisecond))
+	require.NoError(t, err)
+	defer ln.Close()
+
+	request := append([]byte("MPA ID Req Frame"), 0x10, 2, 0, 4, 0, 1, 0, 1)
+	behaviours := map[string]func(c net.Conn){
+		"silent":  func(c net.Conn) {},
+		"partial": func(c net.Conn) { c.Write(request[:10]) },
+		"trickle": func(c net.Conn) {
+			for _, b := range request[:len(request)-1] {
+				if _, err := c.Write([]byte{b}); err != nil {
+					return
+				}
+				time.Sleep(40 * time.Millisecond)
+			}
+		},
+	}
+	for name, behave := range behaviours {
+		t.Run(name, func(t *testing.T) {
+			c, err := net.Dial("tcp", ln.Addr().String())
+			require.NoError(t, err)
+			defer c.Close()
+			start := time.Now()
+			go behave(c)
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			n, err := io.Copy(io.Discard, c)
+			require.NoError(t, err, "the listener closes the connection (EOF), it does not leave it open")
+			require.Zero(t, n, "no Reply to an incomplete Request")
+			require.Less(t, time.Since(start), 3*time.Second)
+		})
+	}
+
+	// A well-behaved peer still gets through.
+	server := newEndpoint(t, QPCaps{})
+	errc := make(chan error, 1)
+	go func() { errc <- ln.Accept(ctx, server.qp) }()
+	client := newEndpoint(t, QPCaps{})
+	require.NoError(t, client.qp.Connect(ctx, "tcp", ln.Addr().String()))
+	require.NoError(t, <-errc)
+	client.qp.Close()
+	server.qp.Close()
+}
