@@ -72,7 +72,7 @@ var (
 	ErrRejected    = errors.New("mpa: connection rejected by the peer")
 	ErrConfig      = errors.New("mpa: invalid configuration")
 	ErrSiwLimit    = errors.New("mpa: private data too long for a siw peer")
-	ErrFPDUTooLong = errors.New("mpa: ULPDU longer than 65535 bytes")
+	ErrFPDUTooLong = errors.New("mpa: ULPDU too long to frame")
 	ErrState       = errors.New("mpa: call out of order")
 )
 

@@ -1,0 +1,352 @@
+package mpa
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+)
+
+// ReaderConfig selects the FPDU options negotiated for the direction a
+// Reader receives: CRC is Result.CRC, Markers is Result.RecvMarkers.
+type ReaderConfig struct {
+	CRC     bool
+	Markers bool
+	// MaxULPDU refuses longer FPDUs before reading them; zero means 65535.
+	MaxULPDU int
+	// BufferSize is the internal buffer's fixed size; zero means 64 KiB.
+	// It is at least 1 KiB.
+	BufferSize int
+}
+
+// DefaultReaderBuffer is the Reader's buffer size unless configured.
+const DefaultReaderBuffer = 64 << 10
+
+// directRead is the smallest payload read that bypasses the buffer when
+// the buffer is empty: below it, filling the buffer lets one read system
+// call serve several FPDUs.
+const directRead = 4096
+
+// Reader takes FPDUs off a byte stream one at a time:
+//
+//	n, err := r.Next()      // the ULPDU length
+//	h, err := r.Peek(14)    // the DDP/RDMAP header, without copying
+//	err = r.ReadFull(dst)   // payload straight into the destination
+//	err = r.End()           // pad and CRC; the CRC is checked here
+//
+// Payload reads that find the buffer empty go straight from the
+// underlying reader into the destination. With markers enabled they are
+// removed transparently (Peek never shows them) and checked against the
+// FPDU; the payload then passes through the buffer.
+//
+// The buffer is allocated once; nothing is allocated per FPDU and nothing
+// is sized by the peer. The Reader must see the direction's FPDU stream
+// from its first byte. It is not safe for concurrent use.
+type Reader struct {
+	r   io.Reader
+	cfg ReaderConfig
+	buf []byte
+	rp  int // buf[rp:wp] holds logical (marker-free) bytes
+	wp  int
+
+	inFPDU bool
+	remain int // ULPDU bytes not consumed yet
+	ulpdu  int
+	crc    uint32
+
+	ioErr  error // error from r, returned once the buffer is drained
+	broken error // fatal framing error; the stream cannot be used further
+
+	m markerState
+}
+
+// NewReader returns a Reader of the FPDU stream in r.
+func NewReader(r io.Reader, cfg ReaderConfig) *Reader {
+	if cfg.MaxULPDU <= 0 || cfg.MaxULPDU > MaxULPDU {
+		cfg.MaxULPDU = MaxULPDU
+	}
+	if cfg.BufferSize == 0 {
+		cfg.BufferSize = DefaultReaderBuffer
+	}
+	cfg.BufferSize = max(cfg.BufferSize, 1024)
+	rd := &Reader{r: r, cfg: cfg, buf: make([]byte, cfg.BufferSize)}
+	if cfg.Markers {
+		rd.m.init(cfg.BufferSize)
+	}
+	return rd
+}
+
+// Next starts the next FPDU and returns its ULPDU length. At a clean end
+// of stream between FPDUs it returns io.EOF. The previous FPDU must have
+// been finished with End.
+func (r *Reader) Next() (int, error) {
+	if r.broken != nil {
+		return 0, r.broken
+	}
+	if r.inFPDU {
+		return 0, fmt.Errorf("%w: Next before End", ErrState)
+	}
+	if err := r.fill(lengthLen, true); err != nil {
+		return 0, err
+	}
+	r.crc = 0
+	if r.cfg.Markers {
+		if err := r.m.leading(r); err != nil {
+			return 0, err
+		}
+	}
+	n := int(binary.BigEndian.Uint16(r.buf[r.rp:]))
+	if n > r.cfg.MaxULPDU {
+		// Without markers the stream cannot be re-synchronised, so this
+		// ends it. siw reports a bad length field as LLP/MPA/0x03 (a
+		// length underflow, siw_get_hdr); the same code is used here.
+		return 0, r.fail(protoErr(CodeMarkerMismatch, ErrULPDULength, "ULPDU_Length %d, limit %d", n, r.cfg.MaxULPDU))
+	}
+	if err := r.consume(lengthLen); err != nil {
+		return 0, err
+	}
+	r.inFPDU, r.ulpdu, r.remain = true, n, n
+	return n, nil
+}
+
+// Remaining returns the ULPDU bytes of the current FPDU not yet consumed.
+func (r *Reader) Remaining() int { return r.remain }
+
+// Peek returns the next n ULPDU bytes without consuming them. The slice
+// aliases the internal buffer and is valid until the next call on r.
+// n may not exceed Remaining or MaxPeek.
+func (r *Reader) Peek(n int) ([]byte, error) {
+	if !r.inFPDU {
+		return nil, fmt.Errorf("%w: Peek outside an FPDU", ErrState)
+	}
+	if n < 0 || n > r.remain || n > MaxPeek {
+		return nil, fmt.Errorf("%w: Peek(%d) with %d ULPDU bytes left (limit %d)", ErrState, n, r.remain, MaxPeek)
+	}
+	if err := r.fill(n, false); err != nil {
+		return nil, err
+	}
+	return r.buf[r.rp : r.rp+n], nil
+}
+
+// Read reads ULPDU bytes of the current FPDU into p; at the end of the
+// ULPDU it returns io.EOF. A large read that finds the buffer empty goes
+// directly from the underlying reader into p.
+func (r *Reader) Read(p []byte) (int, error) {
+	if !r.inFPDU {
+		return 0, fmt.Errorf("%w: Read outside an FPDU", ErrState)
+	}
+	if r.broken != nil {
+		return 0, r.broken
+	}
+	if r.remain == 0 {
+		return 0, io.EOF
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	p = p[:min(len(p), r.remain)]
+	if r.wp == r.rp && len(p) >= directRead && !r.cfg.Markers && r.ioErr == nil {
+		n, err := r.r.Read(p)
+		if n > 0 {
+			if r.cfg.CRC {
+				r.crc = crc32.Update(r.crc, castagnoli, p[:n])
+			}
+			r.remain -= n
+		}
+		if err != nil {
+			r.ioErr = err
+			if n == 0 {
+				return 0, r.torn()
+			}
+		}
+		return n, nil
+	}
+	if err := r.fill(1, false); err != nil {
+		return 0, err
+	}
+	n := copy(p, r.buf[r.rp:r.wp])
+	if err := r.consume(n); err != nil {
+		return 0, err
+	}
+	r.remain -= n
+	return n, nil
+}
+
+// ReadFull fills p with the next len(p) ULPDU bytes.
+func (r *Reader) ReadFull(p []byte) error {
+	if len(p) > r.remain {
+		return fmt.Errorf("%w: ReadFull(%d) with %d ULPDU bytes left", ErrState, len(p), r.remain)
+	}
+	for len(p) > 0 {
+		n, err := r.Read(p)
+		if err != nil {
+			return err
+		}
+		p = p[n:]
+	}
+	return nil
+}
+
+// Discard skips the next n ULPDU bytes (they still count for the CRC).
+func (r *Reader) Discard(n int) error {
+	if !r.inFPDU {
+		return fmt.Errorf("%w: Discard outside an FPDU", ErrState)
+	}
+	if n < 0 || n > r.remain {
+		return fmt.Errorf("%w: Discard(%d) with %d ULPDU bytes left", ErrState, n, r.remain)
+	}
+	for n > 0 {
+		if err := r.fill(1, false); err != nil {
+			return err
+		}
+		k := min(n, r.wp-r.rp)
+		if err := r.consume(k); err != nil {
+			return err
+		}
+		r.remain -= k
+		n -= k
+	}
+	return nil
+}
+
+// End finishes the FPDU: it skips any unread ULPDU bytes, consumes the pad
+// and the CRC field and, when CRC is in use, compares the CRC32c of the
+// length field, ULPDU, pad and markers with the field (little-endian).
+// A mismatch is an *Error with code 0x02 (ErrCRC); the stream stays framed
+// and the next FPDU can still be read, though the upper layer normally
+// terminates. Without CRC the field's content is ignored (siw sends zero).
+func (r *Reader) End() error {
+	if !r.inFPDU {
+		return fmt.Errorf("%w: End outside an FPDU", ErrState)
+	}
+	if err := r.Discard(r.remain); err != nil {
+		return err
+	}
+	pad := padLen(r.ulpdu)
+	if err := r.fill(pad, false); err != nil {
+		return err
+	}
+	if err := r.consume(pad); err != nil {
+		return err
+	}
+	// Filling first also brings in a marker that may sit between the pad
+	// and the CRC field; the CRC covers it.
+	if err := r.fill(crcLen, false); err != nil {
+		return err
+	}
+	if r.cfg.Markers {
+		if err := r.m.before(r); err != nil {
+			return err
+		}
+	}
+	got := binary.LittleEndian.Uint32(r.buf[r.rp:])
+	r.rp += crcLen
+	if r.cfg.Markers {
+		r.m.advance(crcLen)
+	}
+	r.inFPDU = false
+	if r.cfg.CRC && got != r.crc {
+		return protoErr(CodeCRC, ErrCRC, "FPDU with ULPDU_Length %d: field 0x%08x, computed 0x%08x", r.ulpdu, got, r.crc)
+	}
+	return nil
+}
+
+// ReadFPDU reads a whole FPDU into dst and returns the ULPDU. If dst is too
+// small the FPDU is skipped (its CRC still checked) and the error wraps
+// io.ErrShortBuffer.
+func (r *Reader) ReadFPDU(dst []byte) ([]byte, error) {
+	n, err := r.Next()
+	if err != nil {
+		return nil, err
+	}
+	if n > len(dst) {
+		if err := r.End(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("mpa: ULPDU of %d bytes, buffer of %d: %w", n, len(dst), io.ErrShortBuffer)
+	}
+	if err := r.ReadFull(dst[:n]); err != nil {
+		return nil, err
+	}
+	if err := r.End(); err != nil {
+		return dst[:n], err
+	}
+	return dst[:n], nil
+}
+
+// Buffered returns the number of stream bytes read ahead and held in the
+// buffer (markers excluded).
+func (r *Reader) Buffered() int { return r.wp - r.rp }
+
+// consume moves past n buffered bytes, adding them to the CRC; markers
+// that sat between them are added in stream order and checked.
+func (r *Reader) consume(n int) error {
+	if !r.cfg.Markers {
+		if r.cfg.CRC {
+			r.crc = crc32.Update(r.crc, castagnoli, r.buf[r.rp:r.rp+n])
+		}
+		r.rp += n
+		return nil
+	}
+	for n > 0 {
+		if err := r.m.before(r); err != nil {
+			return err
+		}
+		k := min(n, r.m.untilNext())
+		if r.cfg.CRC {
+			r.crc = crc32.Update(r.crc, castagnoli, r.buf[r.rp:r.rp+k])
+		}
+		r.rp += k
+		r.m.advance(k)
+		n -= k
+	}
+	return nil
+}
+
+// fill makes at least n logical bytes available in the buffer. atStart
+// says the reader sits between FPDUs, where a clean end of stream is
+// io.EOF rather than a torn FPDU.
+func (r *Reader) fill(n int, atStart bool) error {
+	if r.broken != nil {
+		return r.broken
+	}
+	for r.wp-r.rp < n {
+		if r.ioErr != nil {
+			if atStart && r.wp == r.rp && errors.Is(r.ioErr, io.EOF) && !r.m.pending() {
+				return io.EOF
+			}
+			return r.torn()
+		}
+		// Fewer than n bytes are buffered (n is small), so moving them to
+		// the front is cheap and leaves the most room for the read.
+		if r.rp > 0 {
+			r.wp = copy(r.buf, r.buf[r.rp:r.wp])
+			r.rp = 0
+		}
+		got, err := r.r.Read(r.buf[r.wp:])
+		if got > 0 && r.cfg.Markers {
+			got = r.m.strip(r.buf[r.wp : r.wp+got])
+		}
+		r.wp += got
+		if err != nil {
+			r.ioErr = err
+		}
+	}
+	return nil
+}
+
+// torn turns the pending I/O error into the caller's error: a stream that
+// ends inside an FPDU is LLP error 0x01 (the TCP connection was lost);
+// other errors (deadlines, resets) are passed on wrapped.
+func (r *Reader) torn() error {
+	if errors.Is(r.ioErr, io.EOF) {
+		return r.fail(protoErr(CodeConnectionLost, ErrConnectionLost, "stream ended inside an FPDU"))
+	}
+	return fmt.Errorf("mpa: reading FPDU: %w", r.ioErr)
+}
+
+func (r *Reader) fail(err error) error {
+	r.broken = err
+	return err
+}

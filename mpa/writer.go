@@ -1,0 +1,312 @@
+package mpa
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net"
+)
+
+// WriterConfig selects the FPDU options negotiated for the direction a
+// Writer sends: CRC is Result.CRC, Markers is Result.SendMarkers.
+type WriterConfig struct {
+	CRC     bool
+	Markers bool
+}
+
+// Writer frames ULPDUs into FPDUs and queues them as net.Buffers; Flush
+// sends everything queued with one writev (on a *net.TCPConn).
+//
+// Header bytes are copied into storage the Writer owns and reuses after
+// each Flush; payload slices are referenced, not copied, and must stay
+// unchanged until Flush returns. In steady state nothing is allocated per
+// FPDU.
+//
+// The Writer must see the direction's FPDU stream from its first byte:
+// marker positions count from there (RFC 5044 §5). It is not safe for
+// concurrent use.
+type Writer struct {
+	w   io.Writer
+	cfg WriterConfig
+
+	bufs net.Buffers // queued iovecs
+	out  net.Buffers // Flush's working copy (a field, so WriteTo does not allocate)
+	a    arena
+
+	// FPDU being built
+	open  bool
+	hdr   span     // length field + header
+	pend  [][]byte // payload pieces
+	ulpdu int
+
+	last span // arena storage behind the last iovec, if any (n > 0)
+
+	pos    int64 // stream bytes queued since the first FPDU
+	queued int   // bytes queued since the last Flush
+	fpdus  int   // FPDUs queued since the last Flush
+	err    error // sticky write error
+}
+
+// NewWriter returns a Writer that sends on w.
+func NewWriter(w io.Writer, cfg WriterConfig) *Writer {
+	return &Writer{w: w, cfg: cfg}
+}
+
+// Begin starts an FPDU whose ULPDU opens with hdr (the DDP/RDMAP header,
+// at most MaxHeader bytes), which is copied.
+func (w *Writer) Begin(hdr []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.open {
+		return fmt.Errorf("%w: Begin before End", ErrState)
+	}
+	if len(hdr) > MaxHeader {
+		return fmt.Errorf("%w: %d-byte header, at most %d", ErrState, len(hdr), MaxHeader)
+	}
+	w.hdr = w.a.alloc(lengthLen + len(hdr))
+	b := w.a.bytes(w.hdr)
+	copy(b[lengthLen:], hdr)
+	w.ulpdu = len(hdr)
+	w.pend = w.pend[:0]
+	w.open = true
+	return nil
+}
+
+// Payload adds p to the FPDU's ULPDU by reference; it may be called any
+// number of times (scatter/gather). A ULPDU over 65535 bytes drops the
+// FPDU and returns ErrFPDUTooLong.
+func (w *Writer) Payload(p []byte) error {
+	if !w.open {
+		return fmt.Errorf("%w: Payload without Begin", ErrState)
+	}
+	if limit := w.maxULPDU(); w.ulpdu+len(p) > limit {
+		n := w.ulpdu + len(p)
+		w.abort()
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrFPDUTooLong, n, limit)
+	}
+	if len(p) > 0 {
+		w.pend = append(w.pend, p)
+		w.ulpdu += len(p)
+	}
+	return nil
+}
+
+// End completes the FPDU: it fills in the length, adds pad and the CRC
+// field (CRC32c over length field, ULPDU, pad and any markers, stored
+// little-endian; zero when CRC is off) and inserts markers if enabled.
+func (w *Writer) End() error {
+	if !w.open {
+		return fmt.Errorf("%w: End without Begin", ErrState)
+	}
+	w.open = false
+	hdr := w.a.bytes(w.hdr)
+	binary.BigEndian.PutUint16(hdr, uint16(w.ulpdu))
+	pad := padLen(w.ulpdu)
+	trailer := w.a.alloc(pad + crcLen)
+	tb := w.a.bytes(trailer)
+	clear(tb)
+	if w.cfg.Markers {
+		w.endWithMarkers(hdr, tb, pad)
+	} else {
+		if w.cfg.CRC {
+			c := crc32.Update(0, castagnoli, hdr)
+			for _, p := range w.pend {
+				c = crc32.Update(c, castagnoli, p)
+			}
+			c = crc32.Update(c, castagnoli, tb[:pad])
+			binary.LittleEndian.PutUint32(tb[pad:], c)
+		}
+		w.pushArena(w.hdr)
+		for _, p := range w.pend {
+			w.push(p)
+		}
+		w.pushArena(trailer)
+		w.pos += int64(lengthLen + w.ulpdu + pad + crcLen)
+	}
+	w.fpdus++
+	clear(w.pend) // drop references to the caller's memory early
+	w.pend = w.pend[:0]
+	return nil
+}
+
+// endWithMarkers lays the FPDU out in stream order, inserting a marker
+// wherever the stream position is a multiple of 512 (RFC 5044 §5). A
+// marker at the very start of the FPDU precedes the length field and has
+// FPDUPTR 0; a later one holds its distance back to the length field. The
+// CRC covers the markers.
+func (w *Writer) endWithMarkers(hdr, trailer []byte, pad int) {
+	start := w.pos
+	lenField := start
+	if start%markerInterval == 0 {
+		lenField += markerLen
+	}
+	var c uint32
+	marker := func() {
+		m := w.a.bytes(w.a.alloc(markerLen))
+		putMarker(m, w.pos, start, lenField)
+		c = crc32.Update(c, castagnoli, m)
+		w.push(m)
+		w.pos += markerLen
+	}
+	emit := func(p []byte) {
+		for len(p) > 0 {
+			if w.pos%markerInterval == 0 {
+				marker()
+			}
+			n := min(len(p), int(markerInterval-w.pos%markerInterval))
+			c = crc32.Update(c, castagnoli, p[:n])
+			w.push(p[:n])
+			w.pos += int64(n)
+			p = p[n:]
+		}
+	}
+	emit(hdr)
+	for _, p := range w.pend {
+		emit(p)
+	}
+	emit(trailer[:pad])
+	if w.pos%markerInterval == 0 {
+		// A marker due before the CRC field goes there, so the CRC covers it.
+		marker()
+	}
+	if w.cfg.CRC {
+		binary.LittleEndian.PutUint32(trailer[pad:], c)
+	}
+	w.push(trailer[pad:])
+	w.pos += crcLen
+}
+
+// putMarker writes the marker found at stream position at, within the FPDU
+// that starts at start and whose length field is at lenField.
+func putMarker(m []byte, at, start, lenField int64) {
+	var ptr uint16
+	if at != start {
+		ptr = uint16(at - lenField)
+	}
+	m[0], m[1] = 0, 0
+	binary.BigEndian.PutUint16(m[2:], ptr)
+}
+
+// push queues a payload slice (or any slice not worth merging).
+func (w *Writer) push(p []byte) {
+	w.queued += len(p)
+	w.bufs = append(w.bufs, p)
+	w.last = span{}
+}
+
+// pushArena queues arena storage, extending the previous iovec when it
+// ends where s starts: a trailer and the next FPDU's header then go out as
+// one iovec.
+func (w *Writer) pushArena(s span) {
+	w.queued += s.n
+	if n := len(w.bufs); n > 0 && w.last.n > 0 && w.last.chunk == s.chunk && w.last.off+w.last.n == s.off {
+		w.last.n += s.n
+		w.bufs[n-1] = w.a.bytes(w.last)
+		return
+	}
+	w.bufs = append(w.bufs, w.a.bytes(s))
+	w.last = s
+}
+
+func (w *Writer) maxULPDU() int {
+	if w.cfg.Markers {
+		return MaxULPDUWithMarkers
+	}
+	return MaxULPDU
+}
+
+func (w *Writer) abort() {
+	w.open = false
+	clear(w.pend)
+	w.pend = w.pend[:0]
+}
+
+// WriteFPDU queues one FPDU made of hdr and the payload pieces.
+func (w *Writer) WriteFPDU(hdr []byte, payload ...[]byte) error {
+	if err := w.Begin(hdr); err != nil {
+		return err
+	}
+	for _, p := range payload {
+		if err := w.Payload(p); err != nil {
+			return err
+		}
+	}
+	return w.End()
+}
+
+// Buffered returns the number of bytes queued since the last Flush.
+func (w *Writer) Buffered() int { return w.queued }
+
+// Pending returns the number of FPDUs queued since the last Flush.
+func (w *Writer) Pending() int { return w.fpdus }
+
+// Flush writes everything queued, as one writev where the underlying
+// writer supports it. After a write error the Writer is unusable: part of
+// an FPDU may have reached the peer.
+func (w *Writer) Flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.open {
+		return fmt.Errorf("%w: Flush inside an FPDU", ErrState)
+	}
+	if len(w.bufs) == 0 {
+		return nil
+	}
+	w.out = w.bufs
+	_, err := w.out.WriteTo(w.w)
+	clear(w.bufs)
+	w.bufs = w.bufs[:0]
+	w.out = nil
+	w.last = span{}
+	w.a.reset()
+	w.queued, w.fpdus = 0, 0
+	if err != nil {
+		w.err = fmt.Errorf("mpa: writing FPDUs: %w", err)
+		return w.err
+	}
+	return nil
+}
+
+// arenaChunk is the size of each block of header storage.
+const arenaChunk = 8192
+
+// span locates n bytes at off in arena block chunk.
+type span struct {
+	chunk, off, n int
+}
+
+// arena hands out header, trailer and marker storage from fixed blocks.
+// Blocks never move or grow, so slices already queued stay valid when more
+// storage is needed; after a Flush every block is reused.
+type arena struct {
+	chunks [][]byte
+	cur    int // block in use
+	off    int // next free byte in it
+}
+
+func (a *arena) alloc(n int) span {
+	if len(a.chunks) == 0 {
+		a.chunks = append(a.chunks, make([]byte, arenaChunk))
+	}
+	if a.off+n > arenaChunk {
+		a.cur++
+		if a.cur == len(a.chunks) {
+			a.chunks = append(a.chunks, make([]byte, arenaChunk))
+		}
+		a.off = 0
+	}
+	s := span{chunk: a.cur, off: a.off, n: n}
+	a.off += n
+	return s
+}
+
+// bytes returns the storage of s, with its capacity capped so that appends
+// by anyone cannot spill into neighbouring storage.
+func (a *arena) bytes(s span) []byte {
+	return a.chunks[s.chunk][s.off : s.off+s.n : s.off+s.n]
+}
+
+func (a *arena) reset() { a.cur, a.off = 0, 0 }
