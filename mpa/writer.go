@@ -242,6 +242,10 @@ func (w *Writer) Buffered() int { return w.queued }
 // Pending returns the number of FPDUs queued since the last Flush.
 func (w *Writer) Pending() int { return w.fpdus }
 
+// StreamOffset returns the number of stream bytes (markers included) in
+// the FPDUs queued or sent so far: the position of the next FPDU.
+func (w *Writer) StreamOffset() int64 { return w.pos }
+
 // Flush writes everything queued, as one writev where the underlying
 // writer supports it. After a write error the Writer is unusable: part of
 // an FPDU may have reached the peer.
