@@ -35,8 +35,8 @@ func (m CRCMode) String() string {
 }
 
 // MaxAdvertisedIRDORD is the largest IRD or ORD this package advertises:
-// siw caps both at 128 and rounds queues up to powers of two
-// (siw-wire.md §1 item 12).
+// siw caps both at 128 (SIW_MAX_IRD_QP, SIW_MAX_ORD_QP) and rounds its
+// queues up to powers of two (siw_qp_readq_init).
 const MaxAdvertisedIRDORD = 128
 
 // Config is one side's MPA connection setup policy. The zero value is a

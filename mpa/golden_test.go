@@ -27,8 +27,8 @@ const (
 	badRequest         // the Request itself does not parse
 )
 
-// goldenFile is what an independent script (pcap-summary.txt from the siw
-// lab) and tshark 4.0.17 report for a capture.
+// goldenFile is what an independent script (testdata/pcap-summary.txt,
+// from the siw lab) and tshark 4.0.17 report for a capture.
 type goldenFile struct {
 	file string
 	// per connection, in capture order: this package's verdict on the
@@ -71,7 +71,7 @@ var goldenFiles = []goldenFile{
 	},
 	{
 		// siw is the initiator; the host emulates the responder with a
-		// different policy each round (mpa-guest-client-host.txt). siw
+		// different policy each round (testdata/mpa-guest-client-host.txt). siw
 		// closed the connection after the reject (3), the revision-1 reply
 		// to its enhanced Request (4) and the reply with M set (5); this
 		// package's initiator refuses the same three.
@@ -83,7 +83,7 @@ var goldenFiles = []goldenFile{
 		nonzeroCRC: 27,
 	},
 	{
-		// The host is the initiator; siw responds (mpa-host-client-host.txt).
+		// The host is the initiator; siw responds (testdata/mpa-host-client-host.txt).
 		// Round 9's Request is enhanced but too short for the IRD/ORD block,
 		// round 10 has revision 3 and round 11 a wrong key; siw rejected
 		// markers (7) and, with mpa_crc_strict, a Request with C (14).
