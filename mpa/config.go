@@ -43,10 +43,13 @@ const MaxAdvertisedIRDORD = 128
 // valid siw-safe configuration: revision 2 with enhanced setup, CRC
 // preferred, no markers requested, IRD = ORD = 0, no peer-to-peer mode.
 type Config struct {
-	// Revision is 1 (RFC 5044) or 2 (RFC 6581); zero means 2.
+	// Revision is the revision an initiator requests: 1 (RFC 5044) or 2
+	// (RFC 6581); zero means 2. A responder answers with the Request's
+	// revision whatever this says.
 	Revision uint8
-	// NoEnhanced sends revision 2 without the Enhanced flag, so no
-	// IRD/ORD block and no peer-to-peer negotiation.
+	// NoEnhanced makes an initiator send revision 2 without the Enhanced
+	// flag, so no IRD/ORD block and no peer-to-peer negotiation. A
+	// responder follows the Request.
 	NoEnhanced bool
 
 	CRC CRCMode

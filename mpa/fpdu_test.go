@@ -521,3 +521,13 @@ func (l *loopReader) Read(p []byte) (int, error) {
 	l.off = (l.off + n) % len(l.data)
 	return n, nil
 }
+
+// zeroReader never returns data and never fails.
+type zeroReader struct{}
+
+func (zeroReader) Read([]byte) (int, error) { return 0, nil }
+
+func TestReader_NoProgressIsAnError(t *testing.T) {
+	_, err := NewReader(zeroReader{}, ReaderConfig{}).Next()
+	require.ErrorIs(t, err, io.ErrNoProgress)
+}

@@ -143,10 +143,15 @@ func (w *Writer) endWithMarkers(hdr, trailer []byte, pad int) {
 		lenField += markerLen
 	}
 	var c uint32
+	sum := func(p []byte) {
+		if w.cfg.CRC {
+			c = crc32.Update(c, castagnoli, p)
+		}
+	}
 	marker := func() {
 		m := w.a.bytes(w.a.alloc(markerLen))
 		putMarker(m, w.pos, start, lenField)
-		c = crc32.Update(c, castagnoli, m)
+		sum(m)
 		w.push(m)
 		w.pos += markerLen
 	}
@@ -156,7 +161,7 @@ func (w *Writer) endWithMarkers(hdr, trailer []byte, pad int) {
 				marker()
 			}
 			n := min(len(p), int(markerInterval-w.pos%markerInterval))
-			c = crc32.Update(c, castagnoli, p[:n])
+			sum(p[:n])
 			w.push(p[:n])
 			w.pos += int64(n)
 			p = p[n:]
