@@ -35,18 +35,21 @@ func (m CRCMode) String() string {
 }
 
 // MaxAdvertisedIRDORD is the largest IRD or ORD this package advertises:
-// siw caps both at 128 and rounds queues up to powers of two
-// (siw-wire.md §1 item 12).
+// siw caps both at 128 (SIW_MAX_IRD_QP, SIW_MAX_ORD_QP) and rounds its
+// queues up to powers of two (siw_qp_readq_init).
 const MaxAdvertisedIRDORD = 128
 
 // Config is one side's MPA connection setup policy. The zero value is a
 // valid siw-safe configuration: revision 2 with enhanced setup, CRC
 // preferred, no markers requested, IRD = ORD = 0, no peer-to-peer mode.
 type Config struct {
-	// Revision is 1 (RFC 5044) or 2 (RFC 6581); zero means 2.
+	// Revision is the revision an initiator requests: 1 (RFC 5044) or 2
+	// (RFC 6581); zero means 2. A responder answers with the Request's
+	// revision whatever this says.
 	Revision uint8
-	// NoEnhanced sends revision 2 without the Enhanced flag, so no
-	// IRD/ORD block and no peer-to-peer negotiation.
+	// NoEnhanced makes an initiator send revision 2 without the Enhanced
+	// flag, so no IRD/ORD block and no peer-to-peer negotiation. A
+	// responder follows the Request.
 	NoEnhanced bool
 
 	CRC CRCMode

@@ -15,11 +15,11 @@ const (
 	// of an enhanced frame counts towards it).
 	MaxPrivateData = 512
 	// SiwMaxPDLength is the largest PD_Length siw accepts (it drops the
-	// connection without a reply above it; siw-wire.md §2.7).
+	// connection without a reply above it, in siw_recv_mpa_rr).
 	SiwMaxPDLength = 256
 	// SiwMaxPrivateData is the most application private data that is
 	// safe towards and from siw: its 8-bit length arithmetic wraps for
-	// 252–255 bytes (siw-wire.md §2.7).
+	// 252–255 bytes (siw_send_mpareqrep takes an 8-bit length).
 	SiwMaxPrivateData = 251
 )
 
@@ -272,7 +272,7 @@ func readFull(r io.Reader, b []byte) error {
 // package never sends: an unknown kind, PD_Length over 512, an IRD/ORD block
 // on a frame that is not enhanced, and an enhanced frame without the block
 // unless it is a reject (a siw initiator reads the block of any enhanced
-// Reply without checking its length; siw-wire.md §2.3).
+// Reply without checking its length, in siw_proc_mpareply).
 func AppendFrame(b []byte, f *Frame) ([]byte, error) {
 	var key string
 	switch f.Kind {

@@ -26,7 +26,7 @@ const (
 )
 
 // Frames copied from the byte dumps in the siw lab logs
-// (mpa-host-client-host.txt and mpa-guest-client-host.txt).
+// (internal/capture/testdata/mpa-*-host.txt).
 var goldenFrames = []struct {
 	name string
 	hex  string
@@ -212,7 +212,7 @@ func TestAppendFrame_RefusesWhatItNeverSends(t *testing.T) {
 		{"no kind", Frame{Rev: 1}, ErrConfig},
 		{"block without E", Frame{Kind: KindRequest, Rev: 2, HasIRDORD: true}, ErrConfig},
 		{"block on rev 1", Frame{Kind: KindRequest, Rev: 1, Flags: FlagEnhanced, HasIRDORD: true}, ErrConfig},
-		// siw would read a missing block as IRD/ORD (siw-wire.md §2.3).
+		// siw would read a missing block as IRD/ORD (siw_proc_mpareply).
 		{"enhanced reply without block", Frame{Kind: KindReply, Rev: 2, Flags: FlagEnhanced}, ErrConfig},
 		{"PD_Length 513", Frame{Kind: KindRequest, Rev: 1, PrivateData: make([]byte, 513)}, ErrPrivateDataLength},
 		{"PD_Length 513 with block", Frame{Kind: KindRequest, Rev: 2, Flags: FlagEnhanced, HasIRDORD: true,

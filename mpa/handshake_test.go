@@ -108,7 +108,7 @@ func TestHandshake_RejectReachesInitiator(t *testing.T) {
 }
 
 // FPDUs that the responder sends right behind its Reply are left unread for
-// the FPDU reader (siw may send at once; siw-wire.md §2.9).
+// the FPDU reader (a siw responder may send at once).
 func TestHandshake_BytesAfterReplyStayInSocket(t *testing.T) {
 	client, server := tcpPair(t)
 	ctx := context.Background()

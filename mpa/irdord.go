@@ -9,15 +9,15 @@ const IRDORDLen = 4
 // Bits of the IRD/ORD block (RFC 6581; the same masks in siw, irdma, cxgb4
 // and qed).
 const (
-	irdP2P      = 0x8000 // IRD word: peer-to-peer mode requested/acknowledged
-	irdSendRTR  = 0x4000 // IRD word: zero-length Send RTR
-	ordWriteRTR = 0x8000 // ORD word: zero-length RDMA Write RTR
-	ordReadRTR  = 0x4000 // ORD word: zero-length RDMA Read RTR
-	irdOrdMask  = 0x3fff // value field of both words
+	irdP2P      = 0x8000    // IRD word: peer-to-peer mode requested/acknowledged
+	irdSendRTR  = 0x4000    // IRD word: zero-length Send RTR
+	ordWriteRTR = 0x8000    // ORD word: zero-length RDMA Write RTR
+	ordReadRTR  = 0x4000    // ORD word: zero-length RDMA Read RTR
+	irdOrdMask  = MaxIRDORD // value field of both words
 )
 
 // MaxIRDORD is the largest value an IRD or ORD field can hold.
-const MaxIRDORD = irdOrdMask
+const MaxIRDORD = 0x3fff
 
 // RTR is a set of ready-to-receive message types (RFC 6581 peer-to-peer
 // mode). A negotiated choice has exactly one bit set.

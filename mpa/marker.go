@@ -129,8 +129,13 @@ func (m *markerState) leading(r *Reader) error {
 func (m *markerState) before(r *Reader) error { return m.take(r, false) }
 
 func (m *markerState) take(r *Reader, lead bool) error {
-	for m.head < len(m.q) && m.q[m.head].log == m.logRead {
+	for m.head < len(m.q) && m.q[m.head].log <= m.logRead {
 		rec := &m.q[m.head]
+		if rec.log < m.logRead {
+			// Consumption never steps over a marker; this would be a bug,
+			// reported instead of looping.
+			return r.fail(protoErr(CodeLocalCatastrophic, ErrMarker, "marker at %d passed over at %d", rec.log, m.logRead))
+		}
 		want := int64(0)
 		if !lead {
 			want = m.rawRead - m.lenRaw

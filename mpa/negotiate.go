@@ -53,7 +53,7 @@ type Result struct {
 	// WaitForPeerFPDU: this side (the responder) must not send an FPDU
 	// until the initiator's first FPDU has arrived. A siw initiator treats
 	// bytes that follow the Reply too closely as a protocol error
-	// (siw-wire.md §2.9). In P2P mode that first FPDU is the RTR, which
+	// (siw_recv_mpa_rr). In P2P mode that first FPDU is the RTR, which
 	// the initiator sends at once.
 	WaitForPeerFPDU bool
 
@@ -203,7 +203,8 @@ func pickRTR(cfg *Config, in IRDORD) RTR {
 // RejectReply returns the Reply with R set that rejects req, carrying the
 // application's private data. It echoes the request's revision and, for an
 // enhanced request, includes an all-zero IRD/ORD block so that PD_Length is
-// never below 4 (siw-wire.md §2.3).
+// never below 4: siw_proc_mpareply reads the block of an enhanced Reply
+// without checking PD_Length.
 func RejectReply(cfg *Config, req *Frame, privateData []byte) (Frame, error) {
 	if err := cfg.Validate(); err != nil {
 		return Frame{}, err

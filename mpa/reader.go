@@ -57,6 +57,7 @@ type Reader struct {
 
 	ioErr  error // error from r, returned once the buffer is drained
 	broken error // fatal framing error; the stream cannot be used further
+	empty  int   // consecutive reads that returned nothing and no error
 
 	m markerState
 }
@@ -230,15 +231,15 @@ func (r *Reader) End() error {
 	if err := r.consume(pad); err != nil {
 		return err
 	}
+	// Filling first also brings in a marker that may sit between the pad
+	// and the CRC field; the CRC covers it.
+	if err := r.fill(crcLen, false); err != nil {
+		return err
+	}
 	if r.cfg.Markers {
-		// A marker may sit between the pad and the CRC field; the CRC
-		// covers it.
 		if err := r.m.before(r); err != nil {
 			return err
 		}
-	}
-	if err := r.fill(crcLen, false); err != nil {
-		return err
 	}
 	got := binary.LittleEndian.Uint32(r.buf[r.rp:])
 	r.rp += crcLen
@@ -325,6 +326,15 @@ func (r *Reader) fill(n int, atStart bool) error {
 			r.rp = 0
 		}
 		got, err := r.r.Read(r.buf[r.wp:])
+		if got == 0 && err == nil {
+			// io.Reader allows this now and then; a reader that keeps
+			// doing it would spin here forever.
+			if r.empty++; r.empty >= 100 {
+				err = io.ErrNoProgress
+			}
+		} else {
+			r.empty = 0
+		}
 		if got > 0 && r.cfg.Markers {
 			got = r.m.strip(r.buf[r.wp : r.wp+got])
 		}

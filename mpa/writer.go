@@ -143,17 +143,25 @@ func (w *Writer) endWithMarkers(hdr, trailer []byte, pad int) {
 		lenField += markerLen
 	}
 	var c uint32
+	sum := func(p []byte) {
+		if w.cfg.CRC {
+			c = crc32.Update(c, castagnoli, p)
+		}
+	}
+	marker := func() {
+		m := w.a.bytes(w.a.alloc(markerLen))
+		putMarker(m, w.pos, start, lenField)
+		sum(m)
+		w.push(m)
+		w.pos += markerLen
+	}
 	emit := func(p []byte) {
 		for len(p) > 0 {
 			if w.pos%markerInterval == 0 {
-				m := w.a.bytes(w.a.alloc(markerLen))
-				putMarker(m, w.pos, start, lenField)
-				c = crc32.Update(c, castagnoli, m)
-				w.push(m)
-				w.pos += markerLen
+				marker()
 			}
 			n := min(len(p), int(markerInterval-w.pos%markerInterval))
-			c = crc32.Update(c, castagnoli, p[:n])
+			sum(p[:n])
 			w.push(p[:n])
 			w.pos += int64(n)
 			p = p[n:]
@@ -164,10 +172,15 @@ func (w *Writer) endWithMarkers(hdr, trailer []byte, pad int) {
 		emit(p)
 	}
 	emit(trailer[:pad])
+	if w.pos%markerInterval == 0 {
+		// A marker due before the CRC field goes there, so the CRC covers it.
+		marker()
+	}
 	if w.cfg.CRC {
 		binary.LittleEndian.PutUint32(trailer[pad:], c)
 	}
-	emit(trailer[pad:])
+	w.push(trailer[pad:])
+	w.pos += crcLen
 }
 
 // putMarker writes the marker found at stream position at, within the FPDU
@@ -233,6 +246,10 @@ func (w *Writer) Buffered() int { return w.queued }
 
 // Pending returns the number of FPDUs queued since the last Flush.
 func (w *Writer) Pending() int { return w.fpdus }
+
+// StreamOffset returns the number of stream bytes (markers included) in
+// the FPDUs queued or sent so far: the position of the next FPDU.
+func (w *Writer) StreamOffset() int64 { return w.pos }
 
 // Flush writes everything queued, as one writev where the underlying
 // writer supports it. After a write error the Writer is unusable: part of

@@ -50,7 +50,7 @@ func (k linkKind) linkType() layers.LinkType {
 	return layers.LinkTypeEthernet
 }
 
-func serializeSeg(t *testing.T, k linkKind, s rawSeg) []byte {
+func serializeSeg(t testing.TB, k linkKind, s rawSeg) []byte {
 	t.Helper()
 	tcp := &layers.TCP{
 		SrcPort: layers.TCPPort(s.src.Port()),
@@ -114,7 +114,7 @@ func serializeSeg(t *testing.T, k linkKind, s rawSeg) []byte {
 }
 
 // writeRaw writes segs as a pcap of link kind k.
-func writeRaw(t *testing.T, k linkKind, segs []rawSeg) []byte {
+func writeRaw(t testing.TB, k linkKind, segs []rawSeg) []byte {
 	t.Helper()
 	var out bytes.Buffer
 	w := pcapgo.NewWriter(&out)
@@ -134,7 +134,7 @@ func writeRaw(t *testing.T, k linkKind, segs []rawSeg) []byte {
 }
 
 // writeRawNg writes segs as a pcapng file of link kind k.
-func writeRawNg(t *testing.T, k linkKind, segs []rawSeg) []byte {
+func writeRawNg(t testing.TB, k linkKind, segs []rawSeg) []byte {
 	t.Helper()
 	var out bytes.Buffer
 	w, err := pcapgo.NewNgWriter(&out, k.linkType())

@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -51,18 +50,29 @@ type packetSource interface {
 // returns its TCP connections in the order their first segment appears.
 // Frames that are not TCP over IPv4 or IPv6 are counted (frame numbers stay
 // aligned with tshark's) and otherwise skipped.
+//
+// The whole capture (at most MaxFileSize bytes) is read into memory first,
+// so that lengths inside the file are checked against the bytes present
+// before anything is allocated from them.
 func Read(r io.Reader) ([]*Conn, error) {
-	br := bufio.NewReader(r)
-	magic, err := br.Peek(4)
+	data, err := slurp(r)
 	if err != nil {
-		return nil, fmt.Errorf("capture: reading file header: %w", err)
+		return nil, err
+	}
+	if len(data) < 4 {
+		return nil, fmt.Errorf("%w: %d bytes", ErrMalformed, len(data))
 	}
 	var (
 		src      packetSource
 		linkType func(ci gopacket.CaptureInfo) uint32
 	)
-	if binary.BigEndian.Uint32(magic) == 0x0a0d0d0a {
-		ng, err := pcapgo.NewNgReader(br, pcapgo.DefaultNgReaderOptions)
+	if binary.BigEndian.Uint32(data) == ngSectionHeader {
+		if err := checkPcapng(data); err != nil {
+			return nil, err
+		}
+		// Mixed link types: every packet is returned, so frame numbers
+		// count every record whatever its interface.
+		ng, err := pcapgo.NewNgReader(bytes.NewReader(data), pcapgo.NgReaderOptions{WantMixedLinkType: true})
 		if err != nil {
 			return nil, fmt.Errorf("capture: %w", err)
 		}
@@ -76,11 +86,12 @@ func Read(r io.Reader) ([]*Conn, error) {
 	} else {
 		// gopacket keeps link types in a uint8; read the full 32-bit value
 		// from the header so that types above 255 (Linux SLL2) survive.
-		lt, ok := pcapHeaderLinkType(br)
-		pr, err := pcapgo.NewReader(br)
+		lt, ok := pcapHeaderLinkType(data)
+		pr, err := pcapgo.NewReader(bytes.NewReader(data))
 		if err != nil {
 			return nil, fmt.Errorf("capture: %w", err)
 		}
+		pr.SetSnaplen(pcapSnaplen(data))
 		src = pr
 		if !ok {
 			lt = uint32(pr.LinkType())
@@ -111,11 +122,9 @@ func Read(r io.Reader) ([]*Conn, error) {
 	return a.finish(), nil
 }
 
-// pcapHeaderLinkType reads the link type of an uncompressed pcap header
-// without consuming it.
-func pcapHeaderLinkType(br *bufio.Reader) (uint32, bool) {
-	h, err := br.Peek(24)
-	if err != nil {
+// pcapHeaderLinkType reads the link type of an uncompressed pcap header.
+func pcapHeaderLinkType(h []byte) (uint32, bool) {
+	if len(h) < 24 {
 		return 0, false
 	}
 	switch binary.LittleEndian.Uint32(h) {
