@@ -30,7 +30,7 @@ func (g *Guest) StartCapture(ctx context.Context, name, iface, filter string) (*
 		return nil, fmt.Errorf("capture %s: bad interface %q or filter %q", name, iface, filter)
 	}
 	guestPath := GuestShare + "/" + outDir + "/" + name + ".pcap"
-	script := fmt.Sprintf("exec tcpdump -i %s -n -U -s 0 -Z root -w %s %s", iface, guestPath, filter)
+	script := fmt.Sprintf("exec tcpdump -i %s -n -U --immediate-mode -s 0 -Z root -w %s %s", iface, guestPath, filter)
 	p, err := g.Start(ctx, "tcpdump-"+name, script, 0)
 	if err != nil {
 		return nil, err
