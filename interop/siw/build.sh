@@ -59,14 +59,22 @@ ensure_host_tools() {
 
 # apt-cache answers from local lists; refresh them once if they know nothing yet.
 ensure_apt_lists() {
-  if ! apt-cache policy linux-image-amd64 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+  # (grep reads all of it: with pipefail, an early exit of grep -q would
+  # fail the pipeline by SIGPIPE.)
+  local policy
+  policy=$(apt-cache policy linux-image-amd64 2>/dev/null || true)
+  if ! grep -q 'Candidate: [0-9]' <<<"$policy"; then
     log "apt-get update"
     apt-get update -qq
   fi
 }
 
 candidate() { apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/{print $2; exit}'; }
-has_version() { apt-cache madison "$1" 2>/dev/null | awk -F'|' '{gsub(/ /,"",$2); print $2}' | grep -qxF "$2"; }
+has_version() {
+  local versions
+  versions=$(apt-cache madison "$1" 2>/dev/null | awk -F'|' '{gsub(/ /,"",$2); print $2}')
+  grep -qxF "$2" <<<"$versions"
+}
 
 # Downloads the named packages (name or name=version) into $DEBS unless a
 # file for exactly that version is there already; prints the .deb paths.
@@ -152,8 +160,11 @@ build_kernel() {
     strip --strip-debug "$t/$v/siw/siw.ko"
     cp "$t/$v/siw/siw.ko" "$t/$v/siw.ko"
   done
-  modinfo -F vermagic "$t/stock/siw.ko" | grep -q "^$KVER " || die "siw.ko vermagic does not match $KVER"
-  modinfo -F parm "$t/knobs/siw.ko" | grep -q '^mpa_version:' || die "knobs siw.ko has no parameters"
+  local vermagic parms
+  vermagic=$(modinfo -F vermagic "$t/stock/siw.ko")
+  parms=$(modinfo -F parm "$t/knobs/siw.ko")
+  grep -q "^$KVER " <<<"$vermagic" || die "siw.ko vermagic ($vermagic) does not match $KVER"
+  grep -q '^mpa_version:' <<<"$parms" || die "knobs siw.ko has no parameters"
   # Resolve the module closure once: siw goes into updates/ of the unpacked tree.
   mkdir -p "$t/img/lib/modules/$KVER/updates"
   cp "$t/stock/siw.ko" "$t/img/lib/modules/$KVER/updates/siw.ko"

@@ -4,6 +4,7 @@ package siw_test
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
@@ -106,4 +107,43 @@ func TestCprogReject(t *testing.T) {
 	require.Len(t, rej, 1, cout)
 	assert.Equal(t, "go-away", rej[0]["text"], cout)
 	assert.Equal(t, "676f2d61776179", rej[0]["private_data"], cout)
+}
+
+// fmix32 and pattern restate PROTOCOL.md §6 independently of iwtest.c.
+func fmix32(x uint32) uint32 {
+	x ^= x >> 16
+	x *= 0x85ebca6b
+	x ^= x >> 13
+	x *= 0xc2b2ae35
+	x ^= x >> 16
+	return x
+}
+
+func pattern(test, dir, iter, size uint32) []byte {
+	seed := fmix32(fmix32(fmix32(test*256+dir)+iter) + size)
+	b := make([]byte, size)
+	for i := range b {
+		b[i] = byte(fmix32(seed+uint32(i/4)) >> (8 * (i % 4)))
+	}
+	return b
+}
+
+// TestCprogPattern: the data pattern iwtest uses is the one PROTOCOL.md
+// defines (checked against its test vectors and this Go restatement).
+func TestCprogPattern(t *testing.T) {
+	ctx := scenario(t, 2*time.Minute)
+	assert.Equal(t, "bc11211d9712bb31", hex.EncodeToString(pattern(1, 0, 0, 8)))
+	assert.Equal(t, "2ea232f8ab1a165f0883def6e5", hex.EncodeToString(pattern(3, 1, 2, 13)))
+	cases := [][4]uint32{{1, 0, 0, 8}, {3, 1, 2, 13}, {7, 1, 9, 4096}, {5, 0, 1, 1}, {2, 1, 0, 1021}}
+	var script strings.Builder
+	for _, c := range cases {
+		fmt.Fprintf(&script, "iwtest --print-pattern %d,%d,%d,%d\n", c[0], c[1], c[2], c[3])
+	}
+	res := run(t, ctx, 30*time.Second, "iwtest-pattern", "set -e\n"+script.String())
+	mustOK(t, res)
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	require.Len(t, lines, len(cases))
+	for i, c := range cases {
+		assert.Equal(t, hex.EncodeToString(pattern(c[0], c[1], c[2], c[3])), lines[i], "pattern %v", c)
+	}
 }

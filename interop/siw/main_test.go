@@ -4,6 +4,7 @@ package siw_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -21,6 +22,10 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	flag.Parse()
+	if f := flag.Lookup("test.list"); f != nil && f.Value.String() != "" {
+		return m.Run() // listing needs no VM
+	}
 	cfg, err := lab.ConfigFromEnv()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

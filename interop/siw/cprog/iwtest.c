@@ -1340,6 +1340,8 @@ static void usage(void)
 		"                          (siw on Linux 6.1 never raises one for receives)\n"
 		"      --require-inv-report send_inv: fail unless the receive completion reports the\n"
 		"                          invalidated STag (libsiw never does)\n"
+		"      --print-pattern T,D,I,S  print the data pattern of test T, dir D, iteration I and\n"
+		"                          size S (at most 4096) in hex and exit\n"
 		"  -v, --verbose           trace every message on stderr\n",
 		prog, MAX_PDATA);
 }
@@ -1397,11 +1399,28 @@ static int add_size(struct opts *o, const char *s)
 	return 0;
 }
 
+// Prints the pattern of one phase, so other implementations can check theirs.
+static int print_pattern(const char *arg)
+{
+	unsigned t, d, i, n;
+	uint8_t b[4096];
+	if (sscanf(arg, "%u,%u,%u,%u", &t, &d, &i, &n) != 4 || n < 1 || n > sizeof b) {
+		errf("--print-pattern wants test,dir,iter,size with size 1..4096");
+		return 2;
+	}
+	struct phase ph = { (int)t, (int)d, i, n };
+	pattern_fill(b, phase_seed(&ph), 0, n, 0);
+	for (unsigned k = 0; k < n; k++)
+		printf("%02x", b[k]);
+	printf("\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct ctx c;
 	struct opts *o = &c.o;
-	enum { O_IRD = 256, O_ORD, O_REJECT, O_EXPECT_REJECT, O_PROVOKE, O_EXPECT_ERROR, O_SE_EVENT, O_INV_REPORT };
+	enum { O_IRD = 256, O_ORD, O_REJECT, O_EXPECT_REJECT, O_PROVOKE, O_EXPECT_ERROR, O_SE_EVENT, O_INV_REPORT, O_PATTERN };
 	static const struct option lo[] = {
 		{ "server", no_argument, 0, 's' }, { "client", no_argument, 0, 'c' },
 		{ "addr", required_argument, 0, 'a' }, { "port", required_argument, 0, 'p' },
@@ -1412,7 +1431,8 @@ int main(int argc, char **argv)
 		{ "ord", required_argument, 0, O_ORD }, { "pdata", required_argument, 0, 'P' },
 		{ "reject", no_argument, 0, O_REJECT }, { "expect-reject", no_argument, 0, O_EXPECT_REJECT },
 		{ "provoke", required_argument, 0, O_PROVOKE }, { "expect-error", no_argument, 0, O_EXPECT_ERROR },
-		{ "require-se-event", no_argument, 0, O_SE_EVENT }, { "require-inv-report", no_argument, 0, O_INV_REPORT }, { "verbose", no_argument, 0, 'v' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "require-se-event", no_argument, 0, O_SE_EVENT }, { "require-inv-report", no_argument, 0, O_INV_REPORT },
+		{ "print-pattern", required_argument, 0, O_PATTERN }, { "verbose", no_argument, 0, 'v' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	int role = 0, ch;
 	o->port = 7175;
@@ -1456,6 +1476,7 @@ int main(int argc, char **argv)
 		case O_EXPECT_ERROR: o->expect_error = 1; break;
 		case O_SE_EVENT: o->require_se_event = 1; break;
 		case O_INV_REPORT: o->require_inv_report = 1; break;
+		case O_PATTERN: return print_pattern(optarg);
 		case 'v': o->verbose = 1; break;
 		case 'h': usage(); return 0;
 		default: usage(); return 2;

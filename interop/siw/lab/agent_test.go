@@ -175,7 +175,6 @@ func TestAgentPoweroffEndsServe(t *testing.T) {
 
 func TestGuestWaitStopsWhenTheGuestGoesDown(t *testing.T) {
 	share := t.TempDir()
-	require.NoError(t, os.Mkdir(filepath.Join(share, cmdDir), 0o755))
 	down := errors.New("qemu exited")
 	g := NewGuest(share, func() error { return down })
 	// No agent serves: the wait must end because the guest is down, not
@@ -204,4 +203,9 @@ func TestAgentRejectsBadJobFiles(t *testing.T) {
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeQEMUEnv) == "1" {
+		os.Exit(fakeQEMU(os.Args[1:]))
+	}
+	goleak.VerifyTestMain(m)
+}

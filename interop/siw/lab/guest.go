@@ -164,6 +164,10 @@ func (g *Guest) Start(ctx context.Context, name, script string, listenPort int, 
 	g.procs = append(g.procs, p)
 	g.mu.Unlock()
 	spec := jobSpec{ID: p.id, Argv: []string{"/bin/sh", "-c", script}, Env: env, ListenPort: listenPort}
+	// The agent creates cmd/ too; whoever comes first makes it.
+	if err := os.MkdirAll(filepath.Join(g.share, cmdDir), 0o755); err != nil {
+		return nil, err
+	}
 	if err := writeJSONFlag(filepath.Join(g.share, cmdDir, p.id+".job"), spec); err != nil {
 		return nil, err
 	}
