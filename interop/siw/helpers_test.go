@@ -19,12 +19,16 @@ import (
 // siw0 on this address; Linux routes that traffic over lo.
 const guestIP = "10.0.2.15"
 
-// scenario gives a test its time budget and ties guest jobs to it.
+// scenario gives a test its time budget, ties guest jobs to it and records
+// the headers of all its TCP traffic in the guest (eth0 and lo) into
+// all-<test name>.pcap, which is kept with the logs if the test fails.
 func scenario(t *testing.T, budget time.Duration) context.Context {
 	t.Helper()
 	vm.Track(t)
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	t.Cleanup(cancel)
+	_, err := vm.StartCapture(ctx, "all-"+t.Name(), "any", "tcp", 200)
+	require.NoError(t, err)
 	return ctx
 }
 

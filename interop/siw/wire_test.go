@@ -35,7 +35,7 @@ func stagString(t *testing.T, s string) string {
 // capture starts a guest tcpdump for the test; stop returns the host path.
 func capture(t *testing.T, ctx context.Context, name, iface, filter string) (stop func() string) {
 	t.Helper()
-	c, err := vm.StartCapture(ctx, name, iface, filter)
+	c, err := vm.StartCapture(ctx, name, iface, filter, 0)
 	require.NoError(t, err)
 	return func() string {
 		t.Helper()

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -21,16 +22,23 @@ var filterRe = regexp.MustCompile(`^[A-Za-z0-9 .:=<>!()&|-]*$`)
 
 // StartCapture starts tcpdump on the guest interface iface (eth0 for
 // guest↔host traffic; lo for siw↔siw traffic inside the guest, including
-// connections to 10.0.2.15, which Linux routes over lo) with an optional
-// BPF filter, writing /mnt/out/<name>.pcap. It returns once tcpdump reports
-// that it is listening, so packets sent afterwards are in the capture.
-func (g *Guest) StartCapture(ctx context.Context, name, iface, filter string) (*Capture, error) {
+// connections to 10.0.2.15, which Linux routes over lo; any for both) with
+// an optional BPF filter, writing /mnt/out/<name>.pcap. snaplen limits the
+// bytes kept per packet (0: whole packets, which tshark needs to reassemble
+// MPA). It returns once tcpdump reports that it is listening, so packets
+// sent afterwards are in the capture.
+func (g *Guest) StartCapture(ctx context.Context, name, iface, filter string, snaplen int) (*Capture, error) {
 	name = sanitize(name)
 	if iface == "" || !filterRe.MatchString(iface) || !filterRe.MatchString(filter) {
 		return nil, fmt.Errorf("capture %s: bad interface %q or filter %q", name, iface, filter)
 	}
 	guestPath := GuestShare + "/" + outDir + "/" + name + ".pcap"
-	script := fmt.Sprintf("exec tcpdump -i %s -n -U --immediate-mode -s 0 -Z root -w %s %s", iface, guestPath, filter)
+	if snaplen < 0 {
+		return nil, fmt.Errorf("capture %s: negative snaplen", name)
+	}
+	// A 32 MiB kernel buffer: tcpdump writes every packet through 9p at
+	// once (-U), which under TCG can fall behind a burst.
+	script := fmt.Sprintf("exec tcpdump -i %s -n -U --immediate-mode -B 32768 -s %d -Z root -w %s %s", iface, snaplen, guestPath, filter)
 	p, err := g.Start(ctx, "tcpdump-"+name, script, 0)
 	if err != nil {
 		return nil, err
@@ -73,5 +81,26 @@ func (c *Capture) Stop(ctx context.Context) (string, error) {
 	if st.Size() <= 24 { // a pcap file header alone
 		return c.host, fmt.Errorf("capture %s: no packets captured", c.name)
 	}
+	switch n := droppedPackets(r.Stderr); {
+	case n < 0:
+		return c.host, fmt.Errorf("capture %s: tcpdump printed no statistics; the capture may be incomplete", c.name)
+	case n > 0:
+		return c.host, fmt.Errorf("capture %s: %d packets dropped by the kernel; the capture is incomplete", c.name, n)
+	}
 	return c.host, nil
+}
+
+var droppedRe = regexp.MustCompile(`(?m)^(\d+) packets? dropped by kernel`)
+
+// droppedPackets reads tcpdump's closing statistics; -1 if they are missing.
+func droppedPackets(stderr string) int {
+	m := droppedRe.FindStringSubmatch(stderr)
+	if m == nil {
+		return -1
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil {
+		return -1
+	}
+	return n
 }

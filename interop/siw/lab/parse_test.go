@@ -99,3 +99,11 @@ func TestNamesAndPaths(t *testing.T) {
 	_, err = g.HostPath("/etc/passwd")
 	require.Error(t, err)
 }
+
+func TestDroppedPackets(t *testing.T) {
+	stats := "tcpdump: listening on lo, link-type EN10MB (Ethernet), snapshot length 262144 bytes\n" +
+		"88 packets captured\n180 packets received by filter\n3 packets dropped by kernel\n"
+	assert.Equal(t, 3, droppedPackets(stats))
+	assert.Equal(t, 0, droppedPackets(strings.Replace(stats, "3 packets", "0 packets", 1)))
+	assert.Equal(t, -1, droppedPackets("tcpdump: listening on lo\n"), "killed before it printed statistics")
+}
