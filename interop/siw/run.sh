@@ -57,8 +57,8 @@ gotest() {
   new_work
   export IWARP_SIW_OUT=$OUT
   local rc=0
-  (cd "$REPO" && "$GO" test -tags interop -count=1 -v -timeout "$TIMEOUT" "$@" "$PKG") 2>&1 | tee "$OUT/run.log" || rc=$?
-  [ "${PIPESTATUS[0]:-$rc}" = 0 ] || rc=1
+  # pipefail: the pipeline fails when go test does.
+  (cd "$REPO" && "$GO" test -tags interop -count=1 -v -timeout "$TIMEOUT" "$@" "$PKG") 2>&1 | tee "$OUT/run.log" || rc=1
   return $rc
 }
 

@@ -1235,7 +1235,9 @@ static int run_server(struct ctx *c)
 	if (c->o.reject) {
 		int r = rdma_reject(c->id, cp.private_data, cp.private_data_len);
 		outf("REJECTED role=server private_data_len=%u\n", cp.private_data_len);
-		usleep(200000); /* let the reject frame leave before the id goes away */
+		// rdma_reject() only queues the reject with the kernel's CM; a short
+		// pause before the id is destroyed keeps the frame from racing it.
+		usleep(200000);
 		return r ? 1 : 0;
 	}
 	if (setup_verbs(c, c->id) || post_ctrl_recv(c))

@@ -76,12 +76,9 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-func bootOnce(ctx context.Context, cfg Config, attempt int) (*VM, error) {
-	dir, err := os.MkdirTemp(cfg.WorkDir, "siwlab-")
-	if err != nil {
-		return nil, err
-	}
-	share := filepath.Join(dir, "share")
+// prepareShare lays out the share with the agent in it and picks the host
+// ports to forward.
+func prepareShare(share string, cfg Config) ([]int, error) {
 	for _, d := range []string{cmdDir, resDir, outDir} {
 		if err := os.MkdirAll(filepath.Join(share, d), 0o755); err != nil {
 			return nil, err
@@ -90,8 +87,18 @@ func bootOnce(ctx context.Context, cfg Config, attempt int) (*VM, error) {
 	if err := copyFile(cfg.Agent, filepath.Join(share, agentBinary), 0o755); err != nil {
 		return nil, err
 	}
-	hp, err := freePorts(len(cfg.GuestPorts))
+	return freePorts(len(cfg.GuestPorts))
+}
+
+func bootOnce(ctx context.Context, cfg Config, attempt int) (*VM, error) {
+	dir, err := os.MkdirTemp(cfg.WorkDir, "siwlab-")
 	if err != nil {
+		return nil, err
+	}
+	share := filepath.Join(dir, "share")
+	hp, err := prepareShare(share, cfg)
+	if err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	vm := &VM{cfg: cfg, dir: dir, ports: map[int]int{}, exited: make(chan struct{})}
@@ -116,6 +123,7 @@ func bootOnce(ctx context.Context, cfg Config, attempt int) (*VM, error) {
 	}
 	qlog, err := os.Create(filepath.Join(dir, "qemu.log"))
 	if err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	defer qlog.Close()
@@ -125,6 +133,7 @@ func bootOnce(ctx context.Context, cfg Config, attempt int) (*VM, error) {
 	vm.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	fmt.Fprintf(cfg.Log, "lab: boot %d: %s %s\n", attempt, cfg.QEMU, strings.Join(args, " "))
 	if err := vm.cmd.Start(); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	go func() {
