@@ -116,13 +116,15 @@ shell() {
   # shellcheck disable=SC1091
   . "${IWARP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/iwarp-go}/siw-lab/current.env"
   new_work
-  mkdir -p "$WORK/share"
+  # The share outlives the shell, so files the guest writes to /mnt stay.
+  local share=$OUT/shell
+  mkdir -p "$share"
   local fwd="" p
   for p in 7174 7175 7176 18515; do
     fwd+=",hostfwd=tcp:127.0.0.1:$((p + 10000))-10.0.2.15:$p"
   done
   cat >&2 <<EOF
-Guest shell: siw0 is on eth0 (10.0.2.15); the host is 10.0.2.2; the share is $WORK/share (/mnt).
+Guest shell: siw0 is on eth0 (10.0.2.15); the host is 10.0.2.2; /mnt in the guest is $share.
 Forwarded: 127.0.0.1:17174→7174, :17175→7175, :17176→7176, :28515→18515.
 Try: rping -s -a 10.0.2.15 -v &  rping -c -a 10.0.2.15 -C 3 -v ; iwtest -h
 Leave with: poweroff -f   (or Ctrl-A x; Ctrl-A c gives the QEMU monitor)
@@ -132,7 +134,7 @@ EOF
     -append "console=ttyS0 panic=-1 mitigations=off no_timer_check tsc=unstable loglevel=4 lab=shell" \
     -no-reboot -nodefaults -display none -vga none \
     -netdev "user,id=n0,ipv6=off$fwd" -device virtio-net-pci,netdev=n0 \
-    -virtfs "local,path=$WORK/share,mount_tag=share,security_model=none,id=fs0" \
+    -virtfs "local,path=$share,mount_tag=share,security_model=none,id=fs0" \
     -serial mon:stdio -pidfile "$WORK/qemu.pid"
 }
 
