@@ -1,0 +1,137 @@
+package lab
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// DefaultGuestPorts are the guest TCP ports forwarded from the host: rping
+// (7174), the C test program (7175), a spare (7176) and perftest (18515).
+var DefaultGuestPorts = []int{7174, 7175, 7176, 18515}
+
+// Config describes one VM.
+type Config struct {
+	Kernel string // bzImage (vmlinuz)
+	Initrd string // initramfs built by build.sh
+	Agent  string // iwlab-agent executable, copied into the share at boot
+
+	QEMU     string // default "qemu-system-x86_64"
+	MemoryMB int    // default 1024
+	// CPUs defaults to 1: under TCG each vCPU takes a host core, and the
+	// host-side peer needs one.
+	CPUs int
+	// GuestPorts are forwarded from free 127.0.0.1 ports chosen at boot
+	// (see VM.HostPort). Default DefaultGuestPorts.
+	GuestPorts []int
+
+	WorkDir     string // parent of the per-boot directory; default os.TempDir()
+	KeepWorkDir bool   // keep the per-boot directory after Shutdown
+	// OutDir receives the logs and captures of failed scenarios (see
+	// VM.Track); empty disables that.
+	OutDir string
+
+	BootTimeout  time.Duration // per attempt; default 3 minutes
+	BootAttempts int           // default 3
+	ExtraAppend  string        // more kernel arguments
+	Log          io.Writer     // progress lines; nil discards
+}
+
+func (c *Config) defaults() {
+	if c.QEMU == "" {
+		c.QEMU = "qemu-system-x86_64"
+	}
+	if c.MemoryMB == 0 {
+		c.MemoryMB = 1024
+	}
+	if c.CPUs == 0 {
+		c.CPUs = 1
+	}
+	if len(c.GuestPorts) == 0 {
+		c.GuestPorts = DefaultGuestPorts
+	}
+	if c.BootTimeout == 0 {
+		c.BootTimeout = 3 * time.Minute
+	}
+	if c.BootAttempts == 0 {
+		c.BootAttempts = 3
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+}
+
+// DefaultEnvFile returns where build.sh records the current image:
+// ${IWARP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/iwarp-go}/siw-lab/current.env.
+func DefaultEnvFile() string {
+	root := os.Getenv("IWARP_CACHE")
+	if root == "" {
+		cache := os.Getenv("XDG_CACHE_HOME")
+		if cache == "" {
+			home, _ := os.UserHomeDir()
+			cache = filepath.Join(home, ".cache")
+		}
+		root = filepath.Join(cache, "iwarp-go")
+	}
+	return filepath.Join(root, "siw-lab", "current.env")
+}
+
+// ConfigFromEnv builds a Config from the file build.sh wrote
+// (IWARP_SIW_ENV, else DefaultEnvFile) and these variables:
+// IWARP_SIW_OUT (OutDir, default "out"), IWARP_SIW_WORKDIR (WorkDir),
+// IWARP_SIW_KEEP=1 (KeepWorkDir).
+func ConfigFromEnv() (Config, error) {
+	path := os.Getenv("IWARP_SIW_ENV")
+	if path == "" {
+		path = DefaultEnvFile()
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("lab: %w (run interop/siw/run.sh build first)", err)
+	}
+	defer f.Close()
+	vars, err := parseEnvFile(f)
+	if err != nil {
+		return Config{}, fmt.Errorf("lab: %s: %w", path, err)
+	}
+	c := Config{Kernel: vars["SIW_KERNEL"], Initrd: vars["SIW_INITRD"], Agent: vars["SIW_AGENT"]}
+	for k, v := range map[string]string{"SIW_KERNEL": c.Kernel, "SIW_INITRD": c.Initrd, "SIW_AGENT": c.Agent} {
+		if v == "" {
+			return Config{}, fmt.Errorf("lab: %s: %s is not set", path, k)
+		}
+		if _, err := os.Stat(v); err != nil {
+			return Config{}, fmt.Errorf("lab: %s: %s: %w (run interop/siw/run.sh build)", path, k, err)
+		}
+	}
+	c.OutDir = os.Getenv("IWARP_SIW_OUT")
+	if c.OutDir == "" {
+		c.OutDir = "out"
+	}
+	c.WorkDir = os.Getenv("IWARP_SIW_WORKDIR")
+	c.KeepWorkDir = os.Getenv("IWARP_SIW_KEEP") == "1"
+	return c, nil
+}
+
+// parseEnvFile reads KEY=VALUE lines; # starts a comment line.
+func parseEnvFile(r io.Reader) (map[string]string, error) {
+	m := map[string]string{}
+	sc := bufio.NewScanner(r)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("line %d: not KEY=VALUE", n)
+		}
+		m[k] = v
+	}
+	return m, sc.Err()
+}

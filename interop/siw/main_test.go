@@ -1,0 +1,57 @@
+//go:build interop
+
+package siw_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/iwarp-go/iwarp-go/interop/siw/lab"
+)
+
+// vm is the one guest all scenarios of a run share: booting costs tens of
+// seconds under TCG, a scenario a few.
+var vm *lab.VM
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	flag.Parse()
+	if f := flag.Lookup("test.list"); f != nil && f.Value.String() != "" {
+		return m.Run() // listing needs no VM
+	}
+	cfg, err := lab.ConfigFromEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	cfg.Log = os.Stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+	defer cancel()
+	vm, err = lab.Boot(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
+	defer scancel()
+	if code != 0 && cfg.OutDir != "" {
+		if err := vm.SaveArtifacts(cfg.OutDir + "/vm"); err != nil {
+			fmt.Fprintln(os.Stderr, "keeping VM logs:", err)
+		}
+	}
+	if err := vm.Shutdown(sctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
