@@ -24,6 +24,9 @@ const guestIP = "10.0.2.15"
 // all-<test name>.pcap, which is kept with the logs if the test fails.
 func scenario(t *testing.T, budget time.Duration) context.Context {
 	t.Helper()
+	// Registered before Track, so it runs after Track has set up the
+	// test's folder of kept files.
+	t.Cleanup(func() { keepHostArtifacts(t) })
 	vm.Track(t)
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	t.Cleanup(cancel)

@@ -32,6 +32,18 @@ func runMain(m *testing.M) int {
 		return 2
 	}
 	cfg.Log = os.Stderr
+	outDir = cfg.OutDir
+	// The host-side peer is built once per run, before the guest boots.
+	binDir, err := os.MkdirTemp("", "iwarp-peer-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(binDir)
+	if peerBin, err = buildPeer(binDir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	vm, err = lab.Boot(ctx, cfg)
@@ -42,6 +54,9 @@ func runMain(m *testing.M) int {
 	code := m.Run()
 	sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
 	defer scancel()
+	if err := writeMatrix(sctx, cfg.OutDir); err != nil {
+		fmt.Fprintln(os.Stderr, "writing the interop matrix:", err)
+	}
 	if code != 0 && cfg.OutDir != "" {
 		if err := vm.SaveArtifacts(cfg.OutDir + "/vm"); err != nil {
 			fmt.Fprintln(os.Stderr, "keeping VM logs:", err)

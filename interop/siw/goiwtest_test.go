@@ -1,0 +1,247 @@
+//go:build interop
+
+package siw_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// requireGoChecks checks what only the Go side can see: every Send with
+// Solicited Event it received carried the SE bit, and every Send with
+// Invalidate it received invalidated exactly the STag it advertised.
+func requireGoChecks(t *testing.T, out string, sePhases, invPhases int) {
+	t.Helper()
+	sol := fields(out, "SOLICITED")
+	require.Len(t, sol, sePhases, out)
+	for _, r := range sol {
+		assert.Equal(t, "yes", r["event"], "%v", r)
+	}
+	inv := fields(out, "INVALIDATE")
+	require.Len(t, inv, invPhases, out)
+	for _, r := range inv {
+		assert.Equal(t, "yes", r["reported"], "%v", r)
+	}
+}
+
+// TestGoIwtest: the C program in the guest against iwarp-peer iwtest on the
+// host, as client and as server, with iwarp-go's default connection
+// options (MPA rev 2 enhanced, CRC preferred, Write RTR as initiator):
+// RDMA Write, Read, Send, Send with SE, Send with Invalidate of an STag the
+// receiver registered, multi-SGE Send and Write, both directions, 1 B to
+// 1 MiB. Both sides check every byte; the capture decodes with good CRCs.
+func TestGoIwtest(t *testing.T) {
+	sizes := []string{"1", "7", "4096", "65535", "1048576"}
+	for _, goServer := range []bool{false, true} {
+		name := "go-client"
+		if goServer {
+			name = "go-server"
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx := scenario(t, 6*time.Minute)
+			ini, resp := roles(goServer)
+			mpaVariant := "rev 2 enhanced, Write RTR"
+			if goServer {
+				mpaVariant = "rev 2 enhanced, no P2P"
+			}
+			record(t, matrixRow{Scenario: "iwtest, all operations", Initiator: ini, Responder: resp, CRC: "on (Go prefers)",
+				MPA: mpaVariant, Checks: "7 tests × 2 directions × 1 B–1 MiB, data both sides, SE bit, invalidated STag, capture"})
+			goArgs, cArgs := sides(goServer, "-S 1m", "-T all -S "+strings.Join(sizes, ","))
+			p := iwtestHostGuest(t, ctx, goServer, goArgs, cArgs, 4*time.Minute, "iwtest-"+name)
+			require.True(t, p.goRes.OK(), "%s\n%s", p.goRes, p.cRes)
+			require.True(t, p.cRes.OK(), "%s\n%s", p.cRes, p.goRes)
+			requireAllOK(t, p.goOut(), allTests, sizes)
+			requireAllOK(t, p.cOut(), allTests, sizes)
+			requireGoChecks(t, p.goOut(), len(sizes), len(sizes))
+			est := fields(p.goOut(), "ESTABLISHED")
+			require.Len(t, est, 1)
+			assert.Equal(t, "on", est[0]["crc"])
+			assert.Equal(t, "2", est[0]["mpa_rev"])
+			if !goServer {
+				assert.Equal(t, "write", est[0]["p2p"], "siw picks the Write RTR")
+			}
+			w := requireCleanWire(t, p.pcap, true, 100)
+			for _, op := range []string{"0x00", "0x01", "0x02", "0x03", "0x04", "0x05"} {
+				assert.Positive(t, w.opcodes[op], "opcode %s on the wire: %v", op, w.opcodes)
+			}
+		})
+	}
+}
+
+// sides returns the iwtest arguments of the Go side and of the C side
+// for a session whose server gets srvArgs and client cliArgs (the client
+// drives: the server takes its plan from the client's BEGIN messages).
+func sides(goServer bool, srvArgs, cliArgs string) (goArgs, cArgs string) {
+	if goServer {
+		return srvArgs, cliArgs
+	}
+	return cliArgs, srvArgs
+}
+
+// TestGoIwtestLarge: 16 MiB RDMA Writes, Reads and Sends between iwarp-go
+// and siw, both directions, iwarp-go as client and as server. No full
+// capture (hundreds of megabytes through the guest's 9p share).
+func TestGoIwtestLarge(t *testing.T) {
+	for _, goServer := range []bool{false, true} {
+		name := "go-client"
+		if goServer {
+			name = "go-server"
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx := scenario(t, 6*time.Minute)
+			ini, resp := roles(goServer)
+			record(t, matrixRow{Scenario: "iwtest, 16 MiB", Initiator: ini, Responder: resp, CRC: "on (Go prefers)",
+				MPA: "rev 2 enhanced", Checks: "Write, Read, Send of 16 MiB, both directions"})
+			goArgs, cArgs := sides(goServer, "-S 16m -t 120", "-T write,read,send -S 16m -t 120")
+			p := iwtestHostGuest(t, ctx, goServer, goArgs, cArgs, 5*time.Minute, "")
+			require.True(t, p.goRes.OK(), "%s\n%s", p.goRes, p.cRes)
+			require.True(t, p.cRes.OK(), "%s\n%s", p.cRes, p.goRes)
+			requireAllOK(t, p.goOut(), []string{"write", "read", "send"}, []string{"16777216"})
+			requireAllOK(t, p.cOut(), []string{"write", "read", "send"}, []string{"16777216"})
+		})
+	}
+}
+
+// TestGoRejectWithPrivateData: iwarp-go as responder rejects the C
+// program's connection with private data; the C client sees the reject
+// and the private data, and the Go side saw the client's.
+func TestGoRejectWithPrivateData(t *testing.T) {
+	ctx := scenario(t, 3*time.Minute)
+	record(t, matrixRow{Scenario: "reject with private data", Initiator: siwName, Responder: goName, CRC: "off",
+		MPA: "rev 2 enhanced, R bit", Checks: "C client sees REJECTED and the private data"})
+	p := iwtestHostGuest(t, ctx, true, "--reject -P go-says-no", "--expect-reject -P knock-knock", time.Minute, "reject")
+	require.True(t, p.goRes.OK(), "%s", p.goRes)
+	require.True(t, p.cRes.OK(), "%s", p.cRes)
+	rej := fields(p.cOut(), "REJECT")
+	require.Len(t, rej, 1, p.cOut())
+	assert.Equal(t, "go-says-no", rej[0]["text"])
+	assert.Equal(t, fmt.Sprintf("%x", "go-says-no"), rej[0]["private_data"])
+	conn := fields(p.goOut(), "CONNECT")
+	require.Len(t, conn, 1)
+	assert.Equal(t, "knock-knock", conn[0]["text"])
+	reply := tshark(t, p.pcap, "-Y", "iwarp_mpa.rep", "-T", "fields", "-e", "iwarp_mpa.rej_flag", "-e", "iwarp_mpa.privatedata")
+	assert.Contains(t, reply, fmt.Sprintf("%x", "go-says-no"), "the reject frame carries the private data")
+	assert.Regexp(t, `^(1|True)\t`, reply, "R bit set")
+}
+
+// TestGoPrivateDataAndIRDORD: private data both ways between iwarp-go and
+// siw, and the IRD/ORD each side advertises reach the other.
+func TestGoPrivateDataAndIRDORD(t *testing.T) {
+	for _, goServer := range []bool{false, true} {
+		name := "go-client"
+		if goServer {
+			name = "go-server"
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx := scenario(t, 3*time.Minute)
+			ini, resp := roles(goServer)
+			record(t, matrixRow{Scenario: "private data, IRD/ORD", Initiator: ini, Responder: resp, CRC: "on (Go prefers)",
+				MPA: "rev 2 enhanced", Checks: "private data both ways; IRD/ORD 8/2 → 2/8; Reads both ways"})
+			goArgs, cArgs := sides(goServer, "-S 4k --ird 8 --ord 2", "-T read -S 4096 --ird 8 --ord 2")
+			goArgs += " -P from-go"
+			cArgs += " -P from-siw"
+			p := iwtestHostGuest(t, ctx, goServer, goArgs, cArgs, 2*time.Minute, "")
+			require.True(t, p.goRes.OK(), "%s\n%s", p.goRes, p.cRes)
+			require.True(t, p.cRes.OK(), "%s\n%s", p.cRes, p.goRes)
+			if goServer {
+				c := fields(p.goOut(), "CONNECT")
+				require.Len(t, c, 1)
+				assert.Equal(t, "from-siw", c[0]["text"])
+				// siw's Request carries its IRD 8 / ORD 2; as rdma_cm would,
+				// the Go server reads them as IRD 2 / ORD 8 asked of it.
+				assert.Equal(t, "2", c[0]["ird"])
+				assert.Equal(t, "8", c[0]["ord"])
+				e := fields(p.cOut(), "ESTABLISHED")
+				require.Len(t, e, 1)
+				assert.Equal(t, "from-go", e[0]["text"])
+			} else {
+				c := fields(p.cOut(), "CONNECT")
+				require.Len(t, c, 1)
+				assert.Equal(t, "from-go", c[0]["text"])
+				assert.Equal(t, "2", c[0]["ird"])
+				assert.Equal(t, "8", c[0]["ord"])
+				e := fields(p.goOut(), "ESTABLISHED")
+				require.Len(t, e, 1)
+				assert.Equal(t, "from-siw", e[0]["text"])
+			}
+		})
+	}
+}
+
+// TestGoTerminateFromSiw: iwtest in the guest advertises a bad RDMA Write
+// sink (--provoke: an STag without remote write, or an address past the
+// region's end); iwarp-go's Write makes siw send a Terminate, which the Go
+// side decodes in siw's little-endian layout and reports: DDP tagged
+// Invalid STag (siw maps missing rights there) and Base or bounds
+// violation, with M and D set. The reverse direction (iwarp-go the sink)
+// is TestGoTerminateToSiw.
+func TestGoTerminateFromSiw(t *testing.T) {
+	for _, c := range []struct {
+		mode, code, control string
+		goServer            bool
+	}{
+		{"access", "0x1100", "11000300", false},
+		{"bounds", "0x1101", "11010300", false},
+		{"access", "0x1100", "11000300", true},
+	} {
+		name := c.mode + "-go-client"
+		if c.goServer {
+			name = c.mode + "-go-server"
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx := scenario(t, 3*time.Minute)
+			ini, resp := roles(c.goServer)
+			record(t, matrixRow{Scenario: "Terminate from siw (" + c.mode + ")", Initiator: ini, Responder: resp, CRC: "off",
+				MPA: "rev 2 enhanced", Checks: "TERMINATE code " + c.code + " read in siw's layout, M and D"})
+			// The C side is the sink: the server in c2s, the client in s2c.
+			dir := "c2s"
+			if c.goServer {
+				dir = "s2c"
+			}
+			goArgs, cArgs := sides(c.goServer, "-S 4k -t 20", "-T write -S 4096 -t 20 -D "+dir)
+			goArgs += " --crc off --expect-error"
+			cArgs += " --provoke " + c.mode
+			p := iwtestHostGuest(t, ctx, c.goServer, goArgs, cArgs, 2*time.Minute, "terminate-"+name)
+			require.True(t, p.goRes.OK(), "%s\n%s", p.goRes, p.cRes)
+			require.True(t, p.cRes.OK(), "%s\n%s", p.cRes, p.goRes)
+			require.Len(t, fields(p.cOut(), "TERMINATED"), 1, p.cOut())
+			term := fields(p.goOut(), "TERMINATE")
+			require.Len(t, term, 1, p.goOut())
+			assert.Equal(t, "remote", term[0]["origin"])
+			assert.Equal(t, c.code, term[0]["code"])
+			assert.Equal(t, "siw", term[0]["layout"], "siw's bit-field order on x86")
+			assert.Equal(t, c.control, term[0]["control"])
+			assert.Equal(t, "1", term[0]["m"])
+			assert.Equal(t, "1", term[0]["d"])
+			terms := rdmapPDUs(t, p.pcap, "iwarp_rdma.opcode == 0x07", "")
+			require.Len(t, terms, 1, "one Terminate on the wire")
+		})
+	}
+}
+
+// TestGoTerminateToSiw: iwarp-peer iwtest advertises the bad sink, siw's
+// Write fails on it, iwarp-go sends a Terminate in the RFC layout, and the
+// C program (run with --expect-error) sees its connection end. tshark
+// reads the Terminate as the RFC says.
+func TestGoTerminateToSiw(t *testing.T) {
+	ctx := scenario(t, 3*time.Minute)
+	record(t, matrixRow{Scenario: "Terminate to siw (bounds)", Initiator: siwName, Responder: goName, CRC: "off",
+		MPA: "rev 2 enhanced", Checks: "Go sends 1/1/0x01 in RFC layout; siw's Write fails; tshark decodes it"})
+	p := iwtestHostGuest(t, ctx, true, "-S 4k -t 20 --crc off --provoke bounds", "-T write -S 4096 -D c2s -t 20 --expect-error",
+		2*time.Minute, "terminate-to-siw")
+	require.True(t, p.goRes.OK(), "%s\n%s", p.goRes, p.cRes)
+	require.True(t, p.cRes.OK(), "%s\n%s", p.cRes, p.goRes)
+	require.Len(t, fields(p.goOut(), "TERMINATED"), 1, p.goOut())
+	sent := fields(p.goOut(), "TERMINATE")
+	require.Len(t, sent, 1, p.goOut())
+	assert.Equal(t, "local", sent[0]["origin"])
+	assert.Equal(t, "0x1101", sent[0]["code"])
+	got := tshark(t, p.pcap, "-Y", "iwarp_rdma.opcode == 0x07", "-T", "fields", "-e", "iwarp_rdma.term_layer",
+		"-e", "iwarp_rdma.term_etype_ddp", "-e", "iwarp_rdma.term_errcode_ddp_tagged")
+	assert.Equal(t, "1\t1\t1", strings.TrimSpace(got), "layer DDP, tagged buffer error, base or bounds")
+}
