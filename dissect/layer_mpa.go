@@ -11,10 +11,11 @@ import (
 	"github.com/iwarp-go/iwarp-go/mpa"
 )
 
-// MPAFrame is an MPA Request or Reply (RFC 5044 §7.1, RFC 6581 §3). It is
-// decoded leniently: a frame that package mpa refuses (revision 3, an
-// enhanced frame without its IRD/ORD block, PD_Length over 512) still
-// decodes, with Frame nil and Err saying why a receiver would refuse it.
+// MPAFrame is an MPA Request or Reply (RFC 5044 §7.1; the Enhanced flag and
+// IRD/ORD block come from RFC 6581). It is decoded leniently: a frame that
+// package mpa refuses (revision 3, an enhanced frame without its IRD/ORD
+// block, PD_Length over 512) still decodes, with Frame nil and Err saying
+// why a receiver would refuse it.
 type MPAFrame struct {
 	// Contents is the frame; Payload is whatever follows it in the same
 	// data (FPDUs, when a peer sends them right behind the frame).

@@ -173,7 +173,7 @@ func TestLayers_SerializeDecodeRoundTrip(t *testing.T) {
 }
 
 // A Terminate decodes with both readings and re-encodes exactly.
-func TestLayers_RFC5040_4_8_Terminate(t *testing.T) {
+func TestLayers_RFC5040_4_Terminate(t *testing.T) {
 	fpdu, _ := fpdus(t, mpa.WriterConfig{}, term(t))
 	pkt := gopacket.NewPacket(fpdu, dissect.LayerTypeMPA, gopacket.Default)
 	require.Nil(t, pkt.ErrorLayer())

@@ -115,7 +115,7 @@ type Handshake struct {
 	Kind   string `json:"kind"` // "request" or "reply"
 	Rev    uint8  `json:"rev"`
 	// Flags is the raw flags octet; M, C, R and Enhanced its bits (RFC
-	// 5044 §7.1, RFC 6581 §3), Reserved the low four.
+	// 5044 §7.1; Enhanced from RFC 6581), Reserved the low four.
 	Flags    Hex8  `json:"flags"`
 	M        bool  `json:"m"`
 	C        bool  `json:"c"`

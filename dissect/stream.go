@@ -121,9 +121,12 @@ func decodeConn(index int, dirs [2]dirData, firstFrame int) *Stream {
 		return s
 	}
 
-	// RFC 5044 §7.1: the Reply's C bit says whether both directions carry
-	// CRC32c (package mpa follows the responder's decision too). Each
-	// side's M bit asks for markers in the stream it receives.
+	// CRC is on in both directions when the Reply's C bit is set: the
+	// responder decides, as package mpa (Result.CRC) and siw have it.
+	// Wireshark uses CRC when either frame has C set; the note flags the
+	// one case where the two readings differ. Each side's M bit asks for
+	// markers in the stream it receives (RFC 5044 §7.1, as package mpa
+	// reads it).
 	s.State = StateEstablished
 	crc := rep.C
 	if req.C && !rep.C {

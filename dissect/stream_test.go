@@ -285,7 +285,7 @@ func TestStream_TextAndJSON(t *testing.T) {
 	require.NoError(t, d.WriteJSON(&js))
 	for _, want := range []string{
 		"stream 19: 10.0.2.2:53488 → 10.0.2.15:7174, first frame 234: established",
-		"frame 241      up   Send L QN 0 MSN 1 MO 0 · ULPDU 34, payload 16 · CRC bad (field 83fe5b46, computed 7cfe5b46)",
+		"frame 241        up   Send L QN 0 MSN 1 MO 0 · ULPDU 34, payload 16 · CRC bad (field 83fe5b46, computed 7cfe5b46)",
 		"siw reading LLP MPA Error: MPA CRC Error (2/0/0x02)",
 		"MPA Request rev 3",
 	} {

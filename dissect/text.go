@@ -61,16 +61,16 @@ func (s *Stream) writeText(w *bufio.Writer) {
 	}
 	for _, h := range []*Handshake{s.Request, s.Reply} {
 		if h != nil {
-			fmt.Fprintf(w, "  %-14s %-4v %s\n", frameLabel(h.Frames), h.Dir, h.text())
+			fmt.Fprintf(w, "  %-16s %-4v %s\n", frameLabel(h.Frames), h.Dir, h.text())
 		}
 	}
 	for _, f := range s.PDUs {
-		fmt.Fprintf(w, "  %-14s %-4v %s\n", frameLabel(f.Frames), f.Dir, f.text())
+		fmt.Fprintf(w, "  %-16s %-4v %s\n", frameLabel(f.Frames), f.Dir, f.text())
 		if t := f.Terminate; t != nil {
-			fmt.Fprintf(w, "  %-14s      %s\n", "", t.text())
+			fmt.Fprintf(w, "  %-16s      %s\n", "", t.text())
 		}
 		if f.Error != "" {
-			fmt.Fprintf(w, "  %-14s      error: %s\n", "", f.Error)
+			fmt.Fprintf(w, "  %-16s      error: %s\n", "", f.Error)
 		}
 	}
 	for _, n := range s.Notes {

@@ -84,9 +84,12 @@ func exchange(t *testing.T, client, server net.Conn, seed uint64) (sent, receive
 	return bytes.Join(up, nil), clientGot.Bytes()
 }
 
-func tcpPair(t *testing.T) (client, server net.Conn) {
+func tcpPair(t *testing.T, addr string) (client, server net.Conn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
+	if err != nil && addr == "[::1]:0" {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
 	require.NoError(t, err)
 	defer ln.Close()
 	acc := make(chan net.Conn, 1)
@@ -101,12 +104,19 @@ func tcpPair(t *testing.T) (client, server net.Conn) {
 }
 
 // The capture holds exactly the bytes that crossed the connection, in
-// both directions, with the connection's real addresses.
+// both directions, with the connection's real addresses, over IPv4 and
+// IPv6.
 func TestTap_RoundTripTCP(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", "[::1]:0"} {
+		t.Run(addr, func(t *testing.T) { roundTrip(t, addr) })
+	}
+}
+
+func roundTrip(t *testing.T, addr string) {
 	var out bytes.Buffer
 	tap, err := pcaptap.New(&out)
 	require.NoError(t, err)
-	rawClient, server := tcpPair(t)
+	rawClient, server := tcpPair(t, addr)
 	client := tap.Wrap(rawClient)
 	sent, received := exchange(t, client, server, 1)
 	require.NoError(t, tap.Close())
@@ -155,6 +165,10 @@ func checkTCP(t *testing.T, pcap []byte) {
 		case *layers.IPv4:
 			s, _ := netip.AddrFromSlice(ip.SrcIP.To4())
 			d, _ := netip.AddrFromSlice(ip.DstIP.To4())
+			src, dst = netip.AddrPortFrom(s, uint16(tcp.SrcPort)), netip.AddrPortFrom(d, uint16(tcp.DstPort))
+		case *layers.IPv6:
+			s, _ := netip.AddrFromSlice(ip.SrcIP)
+			d, _ := netip.AddrFromSlice(ip.DstIP)
 			src, dst = netip.AddrPortFrom(s, uint16(tcp.SrcPort)), netip.AddrPortFrom(d, uint16(tcp.DstPort))
 		default:
 			t.Fatalf("frame %d: network layer %T", frames, ip)

@@ -22,7 +22,7 @@ func TestDecode_Text(t *testing.T) {
 	require.NoError(t, want.WriteText(&text))
 	require.Equal(t, text.String(), out.String())
 	require.Contains(t, out.String(), "stream 0: 10.0.2.15:48856 → 10.0.2.15:7174, first frame 1: established")
-	require.Contains(t, out.String(), "frame 9        down RDMA Read Request L QN 1 MSN 1 MO 0")
+	require.Contains(t, out.String(), "frame 9          down RDMA Read Request L QN 1 MSN 1 MO 0")
 	require.Empty(t, errb.String())
 }
 

@@ -28,6 +28,21 @@ var Args = []string{
 	"--disable-heuristic", "rpcrdma_iwarp",
 }
 
+// Available reports whether tshark is installed. Without it, it fails t
+// when IWARP_REQUIRE_TOOLS=1 and otherwise logs that the comparison is
+// skipped, so that the caller can still run its own checks.
+func Available(t testing.TB) bool {
+	t.Helper()
+	if _, err := exec.LookPath("tshark"); err != nil {
+		if os.Getenv("IWARP_REQUIRE_TOOLS") == "1" {
+			t.Fatalf("tshark is required (IWARP_REQUIRE_TOOLS=1): %v", err)
+		}
+		t.Log("tshark not installed: comparison skipped")
+		return false
+	}
+	return true
+}
+
 // Path returns the tshark executable. Without one it skips t, or fails it
 // when IWARP_REQUIRE_TOOLS=1.
 func Path(t testing.TB) string {
