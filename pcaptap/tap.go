@@ -13,9 +13,15 @@ import (
 	"github.com/iwarp-go/iwarp-go/internal/capture"
 )
 
-// MaxSegment is the largest TCP payload the capture puts in one frame; a
-// longer Read or Write is recorded as several segments.
-const MaxSegment = capture.MaxSegment
+// MaxSegment is the largest TCP payload the capture puts in one frame (an
+// IPv4 packet of 65,535 octets less the IP and TCP headers); a longer Read
+// or Write is recorded as several segments.
+const MaxSegment = 65495
+
+// The capture writer refuses longer segments; this fails to compile if the
+// two ever differ.
+var _ [MaxSegment - capture.MaxSegment]struct{}
+var _ [capture.MaxSegment - MaxSegment]struct{}
 
 // ErrClosed is returned by Flush after Close.
 var ErrClosed = errors.New("pcaptap: tap closed")
