@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,8 +40,10 @@ type benchConfig struct {
 	window                   int
 	crc                      bool
 	json                     bool
+	repeat                   int
 	compareTCP               bool
 
+	lastRun  bool // the run in progress is the last one
 	connOpts []conn.Option
 	progress io.Writer // nil: no progress line
 	dialAddr string    // where the client connects
@@ -136,6 +140,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchConfig, error) {
 	fs.IntVar(&cfg.window, "window", 64, "work requests in flight in the bandwidth phase (1 to 1024)")
 	fs.BoolVar(&cfg.crc, "crc", false, "require the MPA CRC (default: off)")
 	fs.BoolVar(&cfg.json, "json", false, "print one JSON object instead of a table")
+	fs.IntVar(&cfg.repeat, "repeat", 1, "run everything this many times and report medians and spread")
 	fs.BoolVar(&cfg.compareTCP, "compare-tcp", false, "also run the same phases over raw Go TCP (with --loopback)")
 	if err := fs.Parse(expandShortFlags(fs, args)); err != nil {
 		return nil, errUsage
@@ -184,6 +189,12 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchConfig, error) {
 		cfg.latIters, cfg.latTimed = 0, true
 	case cfg.latIters == -1:
 		cfg.latIters = min(cfg.iters, 10000)
+	}
+	if cfg.repeat < 1 || cfg.repeat > 1000 {
+		return bad("--repeat %d: want 1 to 1000", cfg.repeat)
+	}
+	if cfg.repeat > 1 && cfg.server {
+		return bad("--repeat is the client's choice")
 	}
 	if cfg.window < 1 || cfg.window > benchMaxWindow {
 		return bad("--window %d: want 1 to %d", cfg.window, benchMaxWindow)
@@ -250,6 +261,22 @@ type benchResult struct {
 	// latency.
 	Ratio    *float64 `json:"ratio,omitempty"`
 	LatRatio *float64 `json:"lat_ratio,omitempty"`
+
+	// With --repeat: how many runs, and the smallest and largest value of
+	// the main figures over them.
+	Repeat         int      `json:"repeat"`
+	GbpsMin        *float64 `json:"gbps_min,omitempty"`
+	GbpsMax        *float64 `json:"gbps_max,omitempty"`
+	LatP50usMin    *float64 `json:"lat_p50_us_min,omitempty"`
+	LatP50usMax    *float64 `json:"lat_p50_us_max,omitempty"`
+	TCPGbpsMin     *float64 `json:"tcp_gbps_min,omitempty"`
+	TCPGbpsMax     *float64 `json:"tcp_gbps_max,omitempty"`
+	TCPLatP50usMin *float64 `json:"tcp_lat_p50_us_min,omitempty"`
+	TCPLatP50usMax *float64 `json:"tcp_lat_p50_us_max,omitempty"`
+	RatioMin       *float64 `json:"ratio_min,omitempty"`
+	RatioMax       *float64 `json:"ratio_max,omitempty"`
+	LatRatioMin    *float64 `json:"lat_ratio_min,omitempty"`
+	LatRatioMax    *float64 `json:"lat_ratio_max,omitempty"`
 }
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -297,39 +324,134 @@ func bench(ctx context.Context, cfg *benchConfig, stdout, stderr io.Writer) erro
 		cfg.dialAddr = ln.Addr().String()
 	}
 
-	bw, lat, setup, err := rdmaBench(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	res := benchResult{Op: cfg.op, Size: cfg.size, CRC: cfg.crc, Window: cfg.window, LatIters: len(lat), Setup: setup}
-	res.Messages, res.Bytes, res.Seconds, res.Gbps, res.MsgRate, res.LatP50us, res.LatP99us = fillPhase(bw, lat)
-	if cfg.compareTCP {
-		tbw, tlat, err := tcpBench(ctx, cfg)
+	runs := make([]benchResult, 0, cfg.repeat)
+	for i := 0; i < cfg.repeat; i++ {
+		cfg.lastRun = i == cfg.repeat-1 // its last session ends a -s server
+		r, err := benchOnce(ctx, cfg)
 		if err != nil {
+			if cfg.repeat > 1 {
+				err = fmt.Errorf("run %d of %d: %w", i+1, cfg.repeat, err)
+			}
 			return err
 		}
-		var t benchResult
-		t.Messages, t.Bytes, t.Seconds, t.Gbps, t.MsgRate, t.LatP50us, t.LatP99us = fillPhase(tbw, tlat)
-		res.TCPMessages, res.TCPBytes, res.TCPSeconds = &t.Messages, &t.Bytes, &t.Seconds
-		res.TCPGbps, res.TCPMsgRate = &t.Gbps, &t.MsgRate
-		if len(tlat) > 0 {
-			res.TCPLatP50us, res.TCPLatP99us = &t.LatP50us, &t.LatP99us
-		}
-		if t.Gbps > 0 {
-			r := res.Gbps / t.Gbps
-			res.Ratio = &r
-		}
-		if len(lat) > 0 && t.LatP50us > 0 {
-			r := res.LatP50us / t.LatP50us
-			res.LatRatio = &r
-		}
+		runs = append(runs, r)
 	}
+	res := combineRuns(runs)
 	if cfg.json {
-		enc := json.NewEncoder(stdout)
-		return enc.Encode(res)
+		return json.NewEncoder(stdout).Encode(res)
 	}
 	printBenchTable(stdout, cfg, &res)
 	return nil
+}
+
+// benchOnce measures iwarp-go and, if asked, raw TCP right after it.
+func benchOnce(ctx context.Context, cfg *benchConfig) (benchResult, error) {
+	bw, lat, setup, err := rdmaBench(ctx, cfg)
+	if err != nil {
+		return benchResult{}, err
+	}
+	res := benchResult{Op: cfg.op, Size: cfg.size, CRC: cfg.crc, Window: cfg.window, LatIters: len(lat), Setup: setup, Repeat: 1}
+	res.Messages, res.Bytes, res.Seconds, res.Gbps, res.MsgRate, res.LatP50us, res.LatP99us = fillPhase(bw, lat)
+	if !cfg.compareTCP {
+		return res, nil
+	}
+	tbw, tlat, err := tcpBench(ctx, cfg)
+	if err != nil {
+		return benchResult{}, err
+	}
+	var t benchResult
+	t.Messages, t.Bytes, t.Seconds, t.Gbps, t.MsgRate, t.LatP50us, t.LatP99us = fillPhase(tbw, tlat)
+	res.TCPMessages, res.TCPBytes, res.TCPSeconds = &t.Messages, &t.Bytes, &t.Seconds
+	res.TCPGbps, res.TCPMsgRate = &t.Gbps, &t.MsgRate
+	if len(tlat) > 0 {
+		res.TCPLatP50us, res.TCPLatP99us = &t.LatP50us, &t.LatP99us
+	}
+	if t.Gbps > 0 {
+		r := res.Gbps / t.Gbps
+		res.Ratio = &r
+	}
+	if len(lat) > 0 && t.LatP50us > 0 {
+		r := res.LatP50us / t.LatP50us
+		res.LatRatio = &r
+	}
+	return res, nil
+}
+
+// combineRuns summarises repeated runs by their medians: the bandwidth
+// figures (messages, bytes, seconds, rates) are those of the run with the
+// median bandwidth, so that they stay consistent with each other; each
+// latency figure and each ratio is the median over the runs (a ratio
+// pairs a run with the baseline measured right after it, under the same
+// load). The spread is reported as the minimum and maximum.
+func combineRuns(runs []benchResult) benchResult {
+	if len(runs) == 1 {
+		return runs[0]
+	}
+	res := medianBy(runs, func(r *benchResult) float64 { return r.Gbps })
+	res.Repeat = len(runs)
+	res.LatP50us, res.LatP99us = medianOf(runs, func(r *benchResult) *float64 { return &r.LatP50us }), medianOf(runs, func(r *benchResult) *float64 { return &r.LatP99us })
+	res.GbpsMin, res.GbpsMax = spread(runs, func(r *benchResult) *float64 { return &r.Gbps })
+	res.LatP50usMin, res.LatP50usMax = spread(runs, func(r *benchResult) *float64 { return &r.LatP50us })
+	if runs[0].TCPGbps != nil {
+		t := medianBy(runs, func(r *benchResult) float64 { return *r.TCPGbps })
+		res.TCPMessages, res.TCPBytes, res.TCPSeconds, res.TCPGbps, res.TCPMsgRate = t.TCPMessages, t.TCPBytes, t.TCPSeconds, t.TCPGbps, t.TCPMsgRate
+		res.TCPGbpsMin, res.TCPGbpsMax = spread(runs, func(r *benchResult) *float64 { return r.TCPGbps })
+		res.Ratio = ptr(medianOf(runs, func(r *benchResult) *float64 { return r.Ratio }))
+		res.RatioMin, res.RatioMax = spread(runs, func(r *benchResult) *float64 { return r.Ratio })
+	}
+	if runs[0].TCPLatP50us != nil {
+		res.TCPLatP50us = ptr(medianOf(runs, func(r *benchResult) *float64 { return r.TCPLatP50us }))
+		res.TCPLatP99us = ptr(medianOf(runs, func(r *benchResult) *float64 { return r.TCPLatP99us }))
+		res.TCPLatP50usMin, res.TCPLatP50usMax = spread(runs, func(r *benchResult) *float64 { return r.TCPLatP50us })
+	}
+	if runs[0].LatRatio != nil {
+		res.LatRatio = ptr(medianOf(runs, func(r *benchResult) *float64 { return r.LatRatio }))
+		res.LatRatioMin, res.LatRatioMax = spread(runs, func(r *benchResult) *float64 { return r.LatRatio })
+	}
+	return res
+}
+
+func ptr(v float64) *float64 { return &v }
+
+// medianBy returns the run with the median key (nearest rank).
+func medianBy(runs []benchResult, key func(*benchResult) float64) benchResult {
+	idx := make([]int, len(runs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(key(&runs[a]), key(&runs[b])) })
+	return runs[idx[(len(idx)+1)/2-1]]
+}
+
+// medianOf is the nearest-rank median of a figure over the runs.
+func medianOf(runs []benchResult, get func(*benchResult) *float64) float64 {
+	v := make([]float64, 0, len(runs))
+	for i := range runs {
+		if p := get(&runs[i]); p != nil {
+			v = append(v, *p)
+		}
+	}
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	return v[(len(v)+1)/2-1]
+}
+
+func spread(runs []benchResult, get func(*benchResult) *float64) (lo, hi *float64) {
+	for i := range runs {
+		p := get(&runs[i])
+		if p == nil {
+			continue
+		}
+		if lo == nil || *p < *lo {
+			lo = ptr(*p)
+		}
+		if hi == nil || *p > *hi {
+			hi = ptr(*p)
+		}
+	}
+	return lo, hi
 }
 
 func printBenchTable(w io.Writer, cfg *benchConfig, r *benchResult) {

@@ -347,7 +347,7 @@ func (c *benchClientQP) pingPong(ctx context.Context, cfg *benchConfig, prog *pr
 // phase, each on its own connection.
 func rdmaBench(ctx context.Context, cfg *benchConfig) (bw phaseResult, lat []time.Duration, setup string, err error) {
 	latency := cfg.hasLatency()
-	c, err := openSession(ctx, cfg, phaseBandwidth, !latency)
+	c, err := openSession(ctx, cfg, phaseBandwidth, cfg.lastRun && !latency)
 	if err != nil {
 		return bw, nil, "", fmt.Errorf("bandwidth session: %w", err)
 	}
@@ -366,7 +366,7 @@ func rdmaBench(ctx context.Context, cfg *benchConfig) (bw phaseResult, lat []tim
 	if !latency {
 		return bw, nil, setup, nil
 	}
-	if c, err = openSession(ctx, cfg, phaseLatency, true); err != nil {
+	if c, err = openSession(ctx, cfg, phaseLatency, cfg.lastRun); err != nil {
 		return bw, nil, setup, fmt.Errorf("latency session: %w", err)
 	}
 	prog = startProgress(cfg.progress, fmt.Sprintf("iwarp-go %s %s latency", cfg.op, formatBytes(int64(cfg.size))), cfg.latIters, latDuration(cfg))

@@ -271,3 +271,46 @@ func TestProgress(t *testing.T) {
 	require.Contains(t, out, "\rwrite 4 KiB:  50%, 50 messages")
 	require.True(t, strings.HasSuffix(out, "\r\033[K"), "the line is cleared: %q", out)
 }
+
+func TestCombineRuns(t *testing.T) {
+	mk := func(g, lat, tg, tlat float64) benchResult {
+		r := benchResult{Op: "write", Gbps: g, Messages: int64(g * 10), LatP50us: lat, LatP99us: 2 * lat, Repeat: 1}
+		r.TCPGbps, r.TCPLatP50us, r.TCPLatP99us = ptr(tg), ptr(tlat), ptr(2*tlat)
+		r.Ratio, r.LatRatio = ptr(g/tg), ptr(lat/tlat)
+		return r
+	}
+	runs := []benchResult{mk(3, 10, 4, 5), mk(1, 30, 2, 10), mk(2, 20, 5, 8)}
+	c := combineRuns(runs)
+	require.Equal(t, 3, c.Repeat)
+	require.Equal(t, 2.0, c.Gbps, "the run with the median bandwidth")
+	require.Equal(t, int64(20), c.Messages, "from that same run")
+	require.Equal(t, 20.0, c.LatP50us)
+	require.Equal(t, 40.0, c.LatP99us)
+	require.Equal(t, 4.0, *c.TCPGbps)
+	require.Equal(t, 8.0, *c.TCPLatP50us)
+	require.Equal(t, 0.5, *c.Ratio, "median of 0.75, 0.5, 0.4")
+	require.Equal(t, 2.5, *c.LatRatio, "median of 2, 3, 2.5")
+	require.Equal(t, 1.0, *c.GbpsMin)
+	require.Equal(t, 3.0, *c.GbpsMax)
+	require.Equal(t, 0.4, *c.RatioMin)
+	require.Equal(t, 0.75, *c.RatioMax)
+	require.Equal(t, 5.0, *c.TCPLatP50usMin)
+	require.Equal(t, 10.0, *c.TCPLatP50usMax)
+	// One run is itself, without a spread.
+	one := combineRuns(runs[:1])
+	require.Equal(t, runs[0], one)
+	require.Nil(t, one.GbpsMin)
+}
+
+func TestBench_Repeat(t *testing.T) {
+	m := runBenchJSON(t, "--loopback", "--compare-tcp", "--repeat", "3", "--op", "write", "--size", "512", "--iters", "200", "--lat-iters", "20")
+	require.Equal(t, 3.0, num(t, m, "repeat"))
+	for _, k := range []string{"gbps", "lat_p50_us", "tcp_gbps", "tcp_lat_p50_us", "ratio", "lat_ratio"} {
+		require.LessOrEqual(t, num(t, m, k+"_min"), num(t, m, k), k)
+		require.GreaterOrEqual(t, num(t, m, k+"_max"), num(t, m, k), k)
+	}
+	checkRates(t, m, "", 512)
+	var out, errb bytes.Buffer
+	require.Equal(t, 2, run([]string{"bench", "-s", "--repeat", "2"}, &out, &errb))
+	require.Contains(t, errb.String(), "--repeat is the client's choice")
+}
