@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,6 +42,7 @@ type benchConfig struct {
 	crc                      bool
 	json                     bool
 	repeat                   int
+	cpuProfile               string
 	compareTCP               bool
 
 	lastRun  bool // the run in progress is the last one
@@ -55,12 +57,23 @@ func (c *benchConfig) credits() uint32     { return uint32(2 * c.window) }
 func (c *benchConfig) creditBatch() uint32 { return uint32(max(1, c.window/2)) }
 
 // warmup is the number of round trips not counted at the start of a
-// latency phase.
+// counted latency phase.
 func (c *benchConfig) warmup() int {
 	if c.latTimed {
-		return 100
+		return 0
 	}
 	return min(100, c.latIters/10)
+}
+
+// warmingUp reports whether round trip i, started at t of a phase started
+// at start, is still part of the warm-up: the first warmup() round trips
+// of a counted phase; of a timed one, the first 100 unless they take more
+// than a tenth of the time.
+func (c *benchConfig) warmingUp(i int64, start, t time.Time) bool {
+	if c.latTimed {
+		return i < 100 && t.Sub(start) < c.duration/10
+	}
+	return i < int64(c.warmup())
 }
 
 func (c *benchConfig) hasLatency() bool { return c.latTimed || c.latIters > 0 }
@@ -141,6 +154,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchConfig, error) {
 	fs.BoolVar(&cfg.crc, "crc", false, "require the MPA CRC (default: off)")
 	fs.BoolVar(&cfg.json, "json", false, "print one JSON object instead of a table")
 	fs.IntVar(&cfg.repeat, "repeat", 1, "run everything this many times and report medians and spread")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `file` (go tool pprof)")
 	fs.BoolVar(&cfg.compareTCP, "compare-tcp", false, "also run the same phases over raw Go TCP (with --loopback)")
 	if err := fs.Parse(expandShortFlags(fs, args)); err != nil {
 		return nil, errUsage
@@ -231,6 +245,17 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	return bench(ctx, cfg, stdout, stderr)
 }
 

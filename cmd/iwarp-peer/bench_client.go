@@ -315,9 +315,9 @@ func (c *benchClientQP) pingPong(ctx context.Context, cfg *benchConfig, prog *pr
 		wrs = []conn.SendWR{{Op: conn.OpRead, Flags: conn.Signaled, SGL: sgl, Remote: c.remote}}
 		want = conn.WCRDMARead
 	}
-	warmup := cfg.warmup()
 	samples := make([]time.Duration, 0, cfg.latSamplesHint())
-	stop := cfg.latStopper(time.Now())
+	start := time.Now()
+	stop := cfg.latStopper(start)
 	for i := int64(0); ; i++ {
 		t := time.Now()
 		if _, err := c.qp.PostSendBatch(wrs); err != nil {
@@ -332,7 +332,7 @@ func (c *benchClientQP) pingPong(ctx context.Context, cfg *benchConfig, prog *pr
 				return nil, err
 			}
 		}
-		if i >= int64(warmup) {
+		if !cfg.warmingUp(i, start, t) {
 			samples = append(samples, d)
 			prog.add(1)
 		}

@@ -16,14 +16,15 @@ import (
 // The raw TCP baseline moves the same messages the same way over a plain
 // Go TCP connection on the same machine in the same run: one Write per
 // message from a reused buffer, io.ReadFull on the other side through a
-// 64 KiB buffered reader (the buffer iwarp-go's FPDU reader has),
+// 32 KiB buffered reader (the buffer iwarp-go's connections give their
+// FPDU reader),
 // TCP_NODELAY (Go's default, as for iwarp-go's connections) and the
 // default socket buffers (iwarp-go does not change them either). The
 // baseline does not coalesce messages into one write; iwarp-go's
 // transmitter does, for work posted while it is busy.
 
-// tcpReadBuffer matches mpa.DefaultReaderBuffer.
-const tcpReadBuffer = 64 << 10
+// tcpReadBuffer is the reader buffer of conn's engine (readerBuffer).
+const tcpReadBuffer = 32 << 10
 
 func bufferedReader(c net.Conn) *bufio.Reader { return bufio.NewReaderSize(c, tcpReadBuffer) }
 
@@ -290,9 +291,9 @@ func tcpPingPong(ctx context.Context, cfg *benchConfig, prog *progress) ([]time.
 	req := make([]byte, reqLen)
 	resp := make([]byte, cfg.size)
 	r := bufferedReader(c)
-	warmup := cfg.warmup()
 	samples := make([]time.Duration, 0, cfg.latSamplesHint())
-	stop := cfg.latStopper(time.Now())
+	start := time.Now()
+	stop := cfg.latStopper(start)
 	for i := int64(0); ; i++ {
 		t := time.Now()
 		if _, err := c.Write(req); err != nil {
@@ -302,7 +303,7 @@ func tcpPingPong(ctx context.Context, cfg *benchConfig, prog *progress) ([]time.
 			return nil, err
 		}
 		d := time.Since(t)
-		if i >= int64(warmup) {
+		if !cfg.warmingUp(i, start, t) {
 			samples = append(samples, d)
 			prog.add(1)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -313,4 +314,27 @@ func TestBench_Repeat(t *testing.T) {
 	var out, errb bytes.Buffer
 	require.Equal(t, 2, run([]string{"bench", "-s", "--repeat", "2"}, &out, &errb))
 	require.Contains(t, errb.String(), "--repeat is the client's choice")
+}
+
+func TestBench_WarmUp(t *testing.T) {
+	counted := &benchConfig{latIters: 1000}
+	require.True(t, counted.warmingUp(99, time.Time{}, time.Time{}))
+	require.False(t, counted.warmingUp(100, time.Time{}, time.Time{}))
+	require.Equal(t, int64(1100), counted.latStopper(time.Now()).iters, "warm-up round trips come on top")
+	require.Equal(t, 1, (&benchConfig{latIters: 10}).warmup())
+
+	start := time.Now()
+	timed := &benchConfig{latTimed: true, duration: time.Second}
+	require.True(t, timed.warmingUp(5, start, start.Add(50*time.Millisecond)))
+	require.False(t, timed.warmingUp(5, start, start.Add(150*time.Millisecond)), "at most a tenth of the time")
+	require.False(t, timed.warmingUp(100, start, start))
+}
+
+func TestBench_CPUProfile(t *testing.T) {
+	path := t.TempDir() + "/cpu.prof"
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"bench", "--loopback", "--size", "64", "--iters", "100", "--lat-iters", "10", "--cpuprofile", path}, &out, &errb), errb.String())
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NotEmpty(t, b)
 }
