@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iwarp-go/iwarp-go/dissect"
+	"github.com/iwarp-go/iwarp-go/rdmap"
 	"github.com/stretchr/testify/require"
 )
 
@@ -73,4 +75,40 @@ func TestPattern(t *testing.T) {
 	// No short period: a shifted copy does not match.
 	require.NotEqual(t, a[:2048], a[1:2049])
 	require.Greater(t, strings.Count(string(a), "\x00"), 0, "all byte values occur")
+}
+
+// --pcap records the client's connection; the capture decodes into the
+// demo's conversation with every CRC good.
+func TestDemo_Pcap(t *testing.T) {
+	path := t.TempDir() + "/demo.pcap"
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"demo", "--pcap", path}, &out, &errb), errb.String())
+	require.Contains(t, out.String(), "recording the client's side into "+path)
+	require.Contains(t, out.String(), "OK: 6.0 MiB moved, every byte verified")
+
+	d, err := dissect.DecodeFile(path)
+	require.NoError(t, err)
+	require.Len(t, d.Streams, 1)
+	s := d.Streams[0]
+	require.Equal(t, dissect.StateEstablished, s.State)
+	require.Empty(t, s.Notes)
+	payload := map[[2]int]int{} // (direction, opcode) → bytes
+	for _, f := range s.PDUs {
+		require.Equal(t, dissect.CRCGood, f.CRC, "FPDU at offset %d", f.Offset)
+		require.Empty(t, f.Error)
+		payload[[2]int{int(f.Dir), int(f.Opcode)}] += f.PayloadLen
+	}
+	const mib = 1 << 20
+	up, down := int(dissect.Up), int(dissect.Down)
+	require.Equal(t, (1+demoBulkRecorded)*mib, payload[[2]int{up, int(rdmap.OpWrite)}], "Writes")
+	require.Equal(t, (1+demoBulkRecorded)*mib+8, payload[[2]int{down, int(rdmap.OpReadResponse)}], "Read Responses, the 8-byte fence included")
+	// hello + Written ×2 + pings + goodbye, each with its 8-byte header.
+	require.Equal(t, 8+demoHello+2*8+demoPingsRecorded*8+8, payload[[2]int{up, int(rdmap.OpSend)}], "client Sends")
+	require.Equal(t, 8+rpingInfoLen+2*8+demoPingsRecorded*8, payload[[2]int{down, int(rdmap.OpSend)}], "server Sends")
+}
+
+func TestDemo_PcapUnwritable(t *testing.T) {
+	var out, errb bytes.Buffer
+	require.Equal(t, 1, run([]string{"demo", "--pcap", t.TempDir() + "/no/such/dir/x.pcap"}, &out, &errb))
+	require.Contains(t, errb.String(), "--pcap: open ")
 }
