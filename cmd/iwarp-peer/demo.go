@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/conn"
-	"github.com/iwarp-go/iwarp-go/stag"
 )
 
 func init() {
@@ -530,5 +529,3 @@ func (c *demoClient) send(ctx context.Context, typ byte) error {
 	_, err := c.cq.wait(ctx, conn.WCSend)
 	return err
 }
-
-func stagOf(rkey uint32) stag.STag { return stag.STag(rkey) }

@@ -180,15 +180,11 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// rping's test states, for its "wait for <state> state %d" messages.
+// The numbers of rping's test states DISCONNECTED and ERROR, which its
+// "wait for <state> state %d" messages print.
 const (
-	stateConnected         = 5
-	stateRDMAReadAdv       = 6
-	stateRDMAReadComplete  = 7
-	stateRDMAWriteAdv      = 8
-	stateRDMAWriteComplete = 9
-	stateDisconnected      = 10
-	stateError             = 11
+	stateDisconnected = 10
+	stateError        = 11
 )
 
 // errDisconnected: the peer went away (rping's DISCONNECTED state).

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
+
+	"github.com/iwarp-go/iwarp-go/stag"
 )
 
 // rping's wire conventions (rdma-core librdmacm/examples/rping.c).
@@ -77,6 +79,9 @@ func fillPing(buf []byte, n int, start byte) byte {
 	}
 	return start
 }
+
+// stagOf is the STag a peer advertised as its rkey.
+func stagOf(rkey uint32) stag.STag { return stag.STag(rkey) }
 
 // cString is buf up to its first NUL, as printf("%s") shows it.
 func cString(buf []byte) []byte {

@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/iwarp-go/iwarp-go/conn"
-	"github.com/iwarp-go/iwarp-go/stag"
 )
 
 // rpingServe listens and serves one client, or with -P every client until
@@ -107,7 +106,7 @@ func rpingTestServer(ctx context.Context, cfg *rpingConfig, e *rpingEndpoint, ou
 		if int(src.Size) > e.rdma.Len() {
 			return fmt.Errorf("the client's ping size %d exceeds this server's -S %d", src.Size, e.rdma.Len())
 		}
-		remote := conn.RemoteAddr{STag: stag.STag(src.RKey), TO: src.Addr}
+		remote := conn.RemoteAddr{STag: stagOf(src.RKey), TO: src.Addr}
 		if err := e.post(conn.OpRead, e.rdma.SGE(0, int(src.Size)), remote); err != nil {
 			return err
 		}
@@ -133,7 +132,7 @@ func rpingTestServer(ctx context.Context, cfg *rpingConfig, e *rpingEndpoint, ou
 		// rping echoes strlen(rdma_buf) + 1 bytes: the ping text and its NUL.
 		n := min(len(cString(e.rdma.Bytes()))+1, e.rdma.Len())
 		e.debugf("rdma write from lkey %x laddr %x len %d", uint32(e.rdma.STag()), e.rdma.Remote(0).TO, n)
-		remote = conn.RemoteAddr{STag: stag.STag(sink.RKey), TO: sink.Addr}
+		remote = conn.RemoteAddr{STag: stagOf(sink.RKey), TO: sink.Addr}
 		if err := e.post(conn.OpWrite, e.rdma.SGE(0, n), remote); err != nil {
 			return err
 		}

@@ -337,3 +337,27 @@ func TestRping_ClientUntilServerLeaves(t *testing.T) {
 	require.Contains(t, out.String(), "ping data: rdma-ping-0: ")
 	require.Contains(t, errb.String(), "client DISCONNECT EVENT...")
 }
+
+// Without -a the server listens on every address, as rping binds
+// INADDR_ANY; -I binds the client's source address.
+func TestRping_AnyAddressAndSource(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	listening := make(chan net.Addr, 1)
+	var sout, serr lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- rping(ctx, []string{"-s", "-p", "0", "-d"}, &sout, &serr, func(a net.Addr) { listening <- a })
+	}()
+	a := (<-listening).(*net.TCPAddr)
+	require.True(t, a.IP.IsUnspecified(), "listening on %v", a)
+	stdout, stderr, err := runRpingClient(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(a.Port)), "-C", "2", "-V", "-I", "127.0.0.1", "-d")
+	require.NoError(t, err, stderr)
+	require.Contains(t, stdout, "connected to 127.0.0.1:")
+	require.NoError(t, <-done, serr.String())
+	require.Contains(t, sout.String(), "connection from 127.0.0.1:")
+
+	_, stderr, err = runRpingClient(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(a.Port)), "-C", "1", "-I", "no.such.host.invalid")
+	require.Error(t, err)
+	require.Contains(t, stderr, "invalid hostname or IP address")
+}
