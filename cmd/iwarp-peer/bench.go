@@ -238,10 +238,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if !cfg.json && isTerminal(stderr) {
-		cfg.progress = stderr
-	} else if cfg.json && isTerminal(stderr) {
-		cfg.progress = stderr // the JSON goes to stdout
+	if isTerminal(stderr) {
+		cfg.progress = stderr // results, JSON or not, go to stdout
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
