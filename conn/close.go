@@ -57,6 +57,7 @@ func (qp *QP) shutdown(abort bool) error {
 			return nil
 		}
 		qp.state = stateClosing
+		qp.checkDrainedLocked()
 		qp.mu.Unlock()
 		qp.kick()
 		select {

@@ -113,6 +113,8 @@ type engine struct {
 	// dead is set when the connection failed: the transmitter abandons the
 	// message it is framing and sends the pending Terminate.
 	dead atomic.Bool
+	// lastInline is when a posting goroutine last sent inline (nanotime).
+	lastInline atomic.Int64
 
 	txDone chan struct{}
 	rxDone chan struct{}

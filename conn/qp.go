@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/iwarp-go/iwarp-go/mpa"
 	"github.com/iwarp-go/iwarp-go/stag"
@@ -301,10 +302,12 @@ func (qp *QP) postRecvLocked(wr *RecvWR) error {
 // PostSend posts one send-queue work request. It never blocks on the network.
 func (qp *QP) PostSend(wr SendWR) error {
 	qp.mu.Lock()
+	idle := qp.sqNext == qp.sqTail
 	err := qp.postSendLocked(&wr)
+	e := qp.eng
 	qp.mu.Unlock()
 	if err == nil {
-		qp.kick()
+		qp.send(e, idle)
 	}
 	return err
 }
@@ -313,6 +316,7 @@ func (qp *QP) PostSend(wr SendWR) error {
 // transmitter) and returns how many were posted.
 func (qp *QP) PostSendBatch(wrs []SendWR) (int, error) {
 	qp.mu.Lock()
+	idle := qp.sqNext == qp.sqTail
 	var err error
 	n := 0
 	for n < len(wrs) {
@@ -321,12 +325,45 @@ func (qp *QP) PostSendBatch(wrs []SendWR) (int, error) {
 		}
 		n++
 	}
+	e := qp.eng
 	qp.mu.Unlock()
 	if n > 0 {
-		qp.kick()
+		qp.send(e, idle)
 	}
 	return n, err
 }
+
+// send gets newly posted work going. When the send queue was idle and the
+// transmitter is not busy, the posting goroutine frames the work and writes
+// what the socket takes without waiting (no goroutine hand-off, which is
+// most of a small message's latency); anything left, and every other case,
+// goes to the transmitter goroutine.
+//
+// Posts that follow each other closely (a stream) go to the transmitter
+// instead, which writes them with one writev: the first post after a
+// pause is sent at once, the rest are batched.
+func (qp *QP) send(e *engine, idle bool) {
+	if idle && e != nil {
+		now := nanotime()
+		if now-e.lastInline.Load() > inlineGap && e.txMu.TryLock() {
+			e.lastInline.Store(now)
+			e.transmitNow()
+			e.txMu.Unlock()
+			return
+		}
+	}
+	qp.kick()
+}
+
+// inlineGap is how long after an inline send the next post is batched
+// instead (nanoseconds): longer than back-to-back posts of a stream,
+// shorter than a round trip.
+const inlineGap = 8000
+
+var clockBase = time.Now()
+
+// nanotime is a monotonic clock reading in nanoseconds.
+func nanotime() int64 { return int64(time.Since(clockBase)) }
 
 func (qp *QP) postSendLocked(wr *SendWR) error {
 	if err := qp.postableLocked(); err != nil {
@@ -405,6 +442,16 @@ func (qp *QP) completeSQLocked() {
 		}
 		qp.finishSendLocked(i, w)
 		qp.sqHead++
+	}
+	qp.checkDrainedLocked()
+}
+
+// checkDrainedLocked tells a graceful Close that everything posted has
+// completed and every Read Request of the peer has been answered. It is
+// called wherever either makes progress.
+func (qp *QP) checkDrainedLocked() {
+	if e := qp.eng; e != nil && qp.state == stateClosing && qp.sqHead == qp.sqTail && e.irqHead == e.irqTail {
+		e.signalDrained()
 	}
 }
 

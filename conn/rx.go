@@ -260,13 +260,13 @@ func (e *engine) commit(h *rdmap.Header, n int) error {
 		e.orqHead++
 		qp.completeSQLocked()
 		qp.mu.Unlock()
-		qp.kick() // an ORD credit is free; fenced work may run
+		e.sendSoon() // an ORD credit is free; fenced work may run
 	case rxQueueRead:
 		qp.mu.Lock()
 		e.irq[slot(e.irqTail, len(e.irq))] = p.irq
 		e.irqTail++
 		qp.mu.Unlock()
-		qp.kick()
+		e.sendSoon()
 	case rxTerminate:
 		e.fail(p.term, nil)
 		return errStop

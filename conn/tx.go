@@ -50,6 +50,44 @@ func (e *engine) transmit() bool {
 	}
 }
 
+// transmitNow is the non-blocking form of transmit, for goroutines that
+// must not wait on the network (posting, the receiver): it frames one
+// batch and writes what the socket takes now; whatever remains is left to
+// the transmitter goroutine. The caller holds txMu.
+func (e *engine) transmitNow() {
+	if e.dead.Load() {
+		e.qp.kick() // the transmitter sends the Terminate and cleans up
+		return
+	}
+	more, alive := e.fill()
+	if e.w.Pending() > 0 {
+		done, err := e.w.TryFlush()
+		if err != nil {
+			e.fail(connectionLost(err), nil)
+			return
+		}
+		if done {
+			e.afterFlush()
+		} else {
+			more = true
+		}
+	}
+	if more || !alive {
+		e.qp.kick()
+	}
+}
+
+// sendSoon is send for the receiver: it answers Read Requests and unblocks
+// queued work without a hand-off when it can.
+func (e *engine) sendSoon() {
+	if e.txMu.TryLock() {
+		e.transmitNow()
+		e.txMu.Unlock()
+		return
+	}
+	e.qp.kick()
+}
+
 // fill frames FPDUs into the writer until the batch is full (more=true) or
 // nothing is ready (more=false). alive=false means the connection ended.
 func (e *engine) fill() (more, alive bool) {
@@ -103,9 +141,7 @@ func (e *engine) next() (ok, alive bool) {
 		e.startSQLocked()
 		e.preferIRQ = true
 	default:
-		if qp.state == stateClosing && qp.sqHead == qp.sqTail && e.irqHead == e.irqTail {
-			e.signalDrained()
-		}
+		qp.checkDrainedLocked()
 		qp.mu.Unlock()
 		return false, true
 	}
@@ -239,6 +275,7 @@ func (e *engine) frameSegment() {
 			e.qp.mu.Lock()
 			e.irq[slot(e.curCtr, len(e.irq))] = irqEntry{}
 			e.irqHead = e.curCtr + 1
+			e.qp.checkDrainedLocked()
 			e.qp.mu.Unlock()
 		} else {
 			e.sent = append(e.sent, sentMsg{kind: e.cur, ctr: e.curCtr})

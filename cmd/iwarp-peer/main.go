@@ -37,6 +37,20 @@ func register(name string, c command) {
 // errUsage reports a command-line mistake; the message has been printed.
 var errUsage = errors.New("usage")
 
+// reportedError is a failure the subcommand has already described on
+// stderr in its own words (rping's messages, say); run adds nothing.
+type reportedError struct{ error }
+
+func (e reportedError) Unwrap() error { return e.error }
+
+// reported marks err as already described; nil stays nil.
+func reported(err error) error {
+	if err == nil {
+		return nil
+	}
+	return reportedError{err}
+}
+
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: iwarp-peer <command> [arguments]")
 	fmt.Fprintln(w)
@@ -69,6 +83,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := c.run(args[1:], stdout, stderr); err != nil {
 		if errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp) {
 			return 2
+		}
+		if errors.As(err, new(reportedError)) {
+			return 1
 		}
 		fmt.Fprintf(stderr, "iwarp-peer %s: %v\n", args[0], err)
 		return 1

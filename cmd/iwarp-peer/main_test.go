@@ -6,7 +6,13 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
+
+// Every test's connections and goroutines must be gone when it ends.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
 
 func TestDispatch(t *testing.T) {
 	var out, errb bytes.Buffer

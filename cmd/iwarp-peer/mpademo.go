@@ -18,11 +18,10 @@ func init() {
 	c := command{
 		summary: "walk through MPA connection setup and FPDU framing over loopback TCP",
 		run: func(args []string, stdout, stderr io.Writer) error {
-			return runDemo(context.Background(), args, stdout)
+			return runMPADemo(context.Background(), args, stdout)
 		},
 	}
 	register("mpa-demo", c)
-	register("demo", c) // until the full-stack demo replaces it
 }
 
 // usageError is a command-line mistake; run reports it with exit status 2.
@@ -31,11 +30,11 @@ type usageError struct{ msg string }
 func (e usageError) Error() string        { return e.msg }
 func (e usageError) Is(target error) bool { return target == errUsage }
 
-// runDemo shows the MPA layer at work on loopback TCP: connection setup,
+// runMPADemo shows the MPA layer at work on loopback TCP: connection setup,
 // FPDUs with CRC32c, markers, a corrupted FPDU and a rejected Request. It
 // stands in for the full stack until the DDP and RDMAP layers exist; the
 // ULPDUs carry DDP-shaped headers but nothing interprets them.
-func runDemo(ctx context.Context, args []string, out io.Writer) error {
+func runMPADemo(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("mpa-demo", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() {
@@ -59,7 +58,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer ln.Close()
-	d := &demo{out: out, ln: ln}
+	d := &mpaDemo{out: out, ln: ln}
 
 	fmt.Fprintln(out, "iwarp-peer demo: MPA (RFC 5044, RFC 6581 setup) between two endpoints in this process, over loopback TCP")
 	for _, step := range []func(context.Context) error{d.basics, d.markers, d.reject} {
@@ -70,20 +69,20 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
-type demo struct {
+type mpaDemo struct {
 	out io.Writer
 	ln  net.Listener
 }
 
-func (d *demo) say(format string, args ...any) { fmt.Fprintf(d.out, format+"\n", args...) }
+func (d *mpaDemo) say(format string, args ...any) { fmt.Fprintf(d.out, format+"\n", args...) }
 
 // pair is one demo connection after MPA setup.
-type pair struct {
+type mpaPair struct {
 	ini, resp       net.Conn
 	iniRes, respRes *mpa.Result
 }
 
-func (p *pair) close() {
+func (p *mpaPair) close() {
 	p.ini.Close()
 	p.resp.Close()
 }
@@ -91,8 +90,8 @@ func (p *pair) close() {
 // connect dials the listener and runs setup on both ends; decide sees the
 // Request on the responder side and returns the Reply's private data, or
 // an error to reject with that error's text as private data.
-func (d *demo) connect(ctx context.Context, ini, resp *mpa.Config, iniPD []byte,
-	decide func(*mpa.Request) ([]byte, error)) (*pair, error) {
+func (d *mpaDemo) connect(ctx context.Context, ini, resp *mpa.Config, iniPD []byte,
+	decide func(*mpa.Request) ([]byte, error)) (*mpaPair, error) {
 	type accepted struct {
 		c   net.Conn
 		res *mpa.Result
@@ -128,7 +127,7 @@ func (d *demo) connect(ctx context.Context, ini, resp *mpa.Config, iniPD []byte,
 	}
 	res, ierr := mpa.Connect(ctx, c, ini, iniPD)
 	a := <-ach
-	p := &pair{ini: c, resp: a.c, iniRes: res, respRes: a.res}
+	p := &mpaPair{ini: c, resp: a.c, iniRes: res, respRes: a.res}
 	if ierr != nil || a.err != nil {
 		if a.c != nil {
 			a.c.Close()
@@ -139,7 +138,7 @@ func (d *demo) connect(ctx context.Context, ini, resp *mpa.Config, iniPD []byte,
 	return p, nil
 }
 
-func (d *demo) basics(ctx context.Context) error {
+func (d *mpaDemo) basics(ctx context.Context) error {
 	d.say("")
 	d.say("1. Connection setup")
 	ini := &mpa.Config{IRD: 4, ORD: 8, CRC: mpa.CRCRequired}
@@ -241,7 +240,7 @@ func (d *demo) basics(ctx context.Context) error {
 	return nil
 }
 
-func (d *demo) markers(ctx context.Context) error {
+func (d *mpaDemo) markers(ctx context.Context) error {
 	d.say("")
 	d.say("3. Markers (RFC 5044 §5), asked for by both sides")
 	cfg := func() *mpa.Config { return &mpa.Config{RequestMarkers: true, IRD: 1, ORD: 1} }
@@ -283,7 +282,7 @@ func (d *demo) markers(ctx context.Context) error {
 	return nil
 }
 
-func (d *demo) reject(ctx context.Context) error {
+func (d *mpaDemo) reject(ctx context.Context) error {
 	d.say("")
 	d.say("4. A rejected Request")
 	_, err := d.connect(ctx, &mpa.Config{}, &mpa.Config{}, []byte("may I?"), func(r *mpa.Request) ([]byte, error) {

@@ -46,5 +46,5 @@ func TestMPADemo_CancelledContextFails(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var out bytes.Buffer
-	require.Error(t, runDemo(ctx, nil, &out))
+	require.Error(t, runMPADemo(ctx, nil, &out))
 }
