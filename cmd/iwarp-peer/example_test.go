@@ -18,6 +18,7 @@ func Example() {
 	//   bench    bandwidth and latency between two iwarp-go peers, beside raw Go TCP
 	//   decode   print the iWARP dissection of a pcap or pcapng capture
 	//   demo     client and server over loopback: Send/Receive, RDMA Write and Read, every byte verified
+	//   iwtest   the iwtest RDMA test peer (interop/siw/cprog/PROTOCOL.md), client or server
 	//   mpa-demo walk through MPA connection setup and FPDU framing over loopback TCP
 	//   rping    rping-compatible client and server (rdma-core's rping over siw)
 	//

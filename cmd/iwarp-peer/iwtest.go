@@ -56,10 +56,7 @@ type iwtConfig struct {
 	provoke        int
 	verbose        bool
 
-	crc        string
-	mpaRev     int
-	noEnhanced bool
-	p2p        string
+	mpa mpaFlags
 
 	dirMask int // bit 0: c2s, bit 1: s2c
 	maxsize uint32
@@ -217,11 +214,8 @@ func parseIwtestFlags(args []string, stderr io.Writer) (*iwtConfig, string, erro
 	boolVar(&ignored, "", "require-inv-report")
 	strVar(&printPattern, "", "print-pattern", "")
 	boolVar(&c.verbose, "v", "verbose")
-	strVar(&c.crc, "", "crc", "")
-	intVar(&c.mpaRev, "", "mpa-rev", 0)
-	boolVar(&c.noEnhanced, "", "no-enhanced")
-	strVar(&c.p2p, "", "p2p", "")
-	if err := fs.Parse(args); err != nil {
+	c.mpa.register(fs)
+	if err := fs.Parse(expandShortFlags(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, "", err
 		}
@@ -302,7 +296,8 @@ func parseIwtestFlags(args []string, stderr io.Writer) (*iwtConfig, string, erro
 }
 
 // setupOptions turns the MPA and IRD/ORD flags into connection options.
-// Flags not given keep the library's defaults.
+// Flags not given keep the library's defaults (CRC preferred; a Write RTR
+// offered as initiator, accepted as responder).
 func (c *iwtConfig) setupOptions() ([]conn.Option, error) {
 	for _, v := range []struct {
 		name string
@@ -312,57 +307,11 @@ func (c *iwtConfig) setupOptions() ([]conn.Option, error) {
 			return nil, fmt.Errorf("%s %d: want a power of two from 1 to %d", v.name, v.n, mpa.MaxAdvertisedIRDORD)
 		}
 	}
-	opts := []conn.Option{conn.WithIRDORD(c.ird, c.ord), conn.WithPeerIRD(c.peerIRD)}
-	switch c.crc {
-	case "":
-	case "off":
-		opts = append(opts, conn.WithCRC(conn.CRCOff))
-	case "preferred":
-		opts = append(opts, conn.WithCRC(conn.CRCPreferred))
-	case "required":
-		opts = append(opts, conn.WithCRC(conn.CRCRequired))
-	default:
-		return nil, fmt.Errorf("--crc %q: want off, preferred or required", c.crc)
+	opts, err := c.mpa.options(roleDefaults{crc: "preferred", p2p: "write"})
+	if err != nil {
+		return nil, err
 	}
-	switch c.mpaRev {
-	case 0:
-	case 1, 2:
-		opts = append(opts, conn.WithMPARevision(c.mpaRev))
-	default:
-		return nil, fmt.Errorf("--mpa-rev %d: want 1 or 2", c.mpaRev)
-	}
-	if c.noEnhanced {
-		if c.mpaRev == 1 {
-			return nil, errors.New("--no-enhanced applies to MPA revision 2 only")
-		}
-		opts = append(opts, conn.WithoutEnhanced())
-	}
-	// The revision and Enhanced options switch peer-to-peer mode off, so
-	// the RTR choice comes last.
-	switch c.p2p {
-	case "":
-	case "none":
-		opts = append(opts, conn.WithoutP2P())
-	default:
-		var rtr conn.RTR
-		for _, part := range strings.Split(c.p2p, ",") {
-			switch part {
-			case "write":
-				rtr |= conn.RTRWrite
-			case "read":
-				rtr |= conn.RTRRead
-			case "send":
-				rtr |= conn.RTRSend
-			default:
-				return nil, fmt.Errorf("--p2p %q: want none, or write, read and send separated by commas", c.p2p)
-			}
-		}
-		if c.mpaRev == 1 || c.noEnhanced {
-			return nil, fmt.Errorf("--p2p %s needs MPA revision 2 with the Enhanced flag", c.p2p)
-		}
-		opts = append(opts, conn.WithP2P(rtr))
-	}
-	return opts, nil
+	return append([]conn.Option{conn.WithIRDORD(c.ird, c.ord), conn.WithPeerIRD(c.peerIRD)}, opts...), nil
 }
 
 // iwtest runs one iwtest client or server. ready, if not nil, is told a
@@ -654,8 +603,8 @@ func iwtServe(ctx context.Context, cfg *iwtConfig, out, errw io.Writer, ready fu
 		}
 		return err == nil
 	}
-	if cfg.mpaRev != 0 && int(f.Rev) != cfg.mpaRev {
-		fmt.Fprintf(errw, "iwtest: rejecting a request of MPA revision %d (--mpa-rev %d)\n", f.Rev, cfg.mpaRev)
+	if cfg.mpa.rev != 0 && int(f.Rev) != cfg.mpa.rev {
+		fmt.Fprintf(errw, "iwtest: rejecting a request of MPA revision %d (--mpa-rev %d)\n", f.Rev, cfg.mpa.rev)
 		_ = req.Reject(rctx, nil)
 		return false
 	}
