@@ -65,9 +65,9 @@ func TestGoIwtest(t *testing.T) {
 			if !goServer {
 				assert.Equal(t, "write", est[0]["p2p"], "siw picks the Write RTR")
 			}
-			w := requireCleanWire(t, p.pcap, true, 100)
+			w := requireDecodes(t, p.pcap, true)
 			for _, op := range []string{"0x00", "0x01", "0x02", "0x03", "0x04", "0x05"} {
-				assert.Positive(t, w.opcodes[op], "opcode %s on the wire: %v", op, w.opcodes)
+				assert.Positive(t, w.tsh.opcodes[op], "opcode %s on the wire: %v", op, w.tsh.opcodes)
 			}
 		})
 	}
@@ -109,25 +109,55 @@ func TestGoIwtestLarge(t *testing.T) {
 
 // TestGoRejectWithPrivateData: iwarp-go as responder rejects the C
 // program's connection with private data; the C client sees the reject
-// and the private data, and the Go side saw the client's.
+// and the private data, and the Go side saw the client's. The reject is
+// repeated: whether siw hands the private data up depends on timing (see
+// rejectCloseBug), and ten tries expose a loss reliably.
 func TestGoRejectWithPrivateData(t *testing.T) {
-	ctx := scenario(t, 3*time.Minute)
+	const tries = 10
+	ctx := scenario(t, 5*time.Minute)
 	record(t, matrixRow{Scenario: "reject with private data", Initiator: siwName, Responder: goName, CRC: "off",
-		MPA: "rev 2 enhanced, R bit", Checks: "C client sees REJECTED and the private data"})
-	p := iwtestHostGuest(t, ctx, true, "--reject -P go-says-no", "--expect-reject -P knock-knock", time.Minute, "reject")
-	require.True(t, p.goRes.OK(), "%s", p.goRes)
-	require.True(t, p.cRes.OK(), "%s", p.cRes)
-	rej := fields(p.cOut(), "REJECT")
-	require.Len(t, rej, 1, p.cOut())
-	assert.Equal(t, "go-says-no", rej[0]["text"])
-	assert.Equal(t, fmt.Sprintf("%x", "go-says-no"), rej[0]["private_data"])
-	conn := fields(p.goOut(), "CONNECT")
-	require.Len(t, conn, 1)
-	assert.Equal(t, "knock-knock", conn[0]["text"])
-	reply := tshark(t, p.pcap, "-Y", "iwarp_mpa.rep", "-T", "fields", "-e", "iwarp_mpa.rej_flag", "-e", "iwarp_mpa.privatedata")
-	assert.Contains(t, reply, fmt.Sprintf("%x", "go-says-no"), "the reject frame carries the private data")
-	assert.Regexp(t, `^(1|True)\t`, reply, "R bit set")
+		MPA: "rev 2 enhanced, R bit", Checks: fmt.Sprintf("C client sees REJECTED and the private data, %d times", tries)})
+	lost := 0
+	for i := range tries {
+		capName := ""
+		if i == 0 {
+			capName = "reject"
+		}
+		p := iwtestHostGuest(t, ctx, true, "--reject -P go-says-no", "--expect-reject -P knock-knock", time.Minute, capName)
+		require.True(t, p.goRes.OK(), "%s", p.goRes)
+		require.True(t, p.cRes.OK(), "%s", p.cRes)
+		rej := fields(p.cOut(), "REJECT")
+		require.Len(t, rej, 1, p.cOut())
+		assert.Equal(t, "-104", rej[0]["status"], "rdma_cm reports the R bit as ECONNRESET")
+		conn := fields(p.goOut(), "CONNECT")
+		require.Len(t, conn, 1)
+		assert.Equal(t, "knock-knock", conn[0]["text"])
+		if rej[0]["text"] != "go-says-no" {
+			lost++
+			t.Logf("try %d: the C client got the reject without its private data: %v", i+1, rej[0])
+		}
+		if i > 0 {
+			continue
+		}
+		d := decodeCapture(t, p.pcap)
+		require.Len(t, d.Streams, 1)
+		s := d.Streams[0]
+		assert.Equal(t, "rejected", s.State)
+		require.NotNil(t, s.Reply)
+		assert.True(t, s.Reply.R, "R bit set")
+		assert.Equal(t, fmt.Sprintf("%x", "go-says-no"), s.Reply.AppData, "the reject frame carries the private data")
+		assert.Empty(t, s.PDUs, "no FPDU after a reject")
+		reply := tshark(t, p.pcap, "-Y", "iwarp_mpa.rep", "-T", "fields", "-e", "iwarp_mpa.rej_flag")
+		assert.Regexp(t, `^(1|True)\n$`, reply, "tshark sees the R bit")
+	}
+	assert.Zero(t, lost, "%d of %d rejects reached the C program without their private data: %s", lost, tries, rejectCloseBug)
 }
+
+// rejectCloseBug explains the private data lost from iwarp-go's rejects;
+// docs/interop.md lists it under known problems.
+const rejectCloseBug = "conn's ConnRequest.Reject closes the TCP connection right after writing the Reply; a siw initiator " +
+	"that sees the FIN that soon reports the reject without the Reply's private data (with the close delayed by 200 ms " +
+	"every reject kept it)"
 
 // TestGoPrivateDataAndIRDORD: private data both ways between iwarp-go and
 // siw, and the IRD/ORD each side advertises reach the other.
@@ -162,7 +192,7 @@ func TestGoPrivateDataAndIRDORD(t *testing.T) {
 			} else {
 				c := fields(p.cOut(), "CONNECT")
 				require.Len(t, c, 1)
-				assert.Equal(t, "from-go", c[0]["text"])
+				assert.Equal(t, "from-go", c[0]["text"], "%s", trailerBug)
 				assert.Equal(t, "2", c[0]["ird"])
 				assert.Equal(t, "8", c[0]["ord"])
 				e := fields(p.goOut(), "ESTABLISHED")
@@ -218,8 +248,16 @@ func TestGoTerminateFromSiw(t *testing.T) {
 			assert.Equal(t, c.control, term[0]["control"])
 			assert.Equal(t, "1", term[0]["m"])
 			assert.Equal(t, "1", term[0]["d"])
-			terms := rdmapPDUs(t, p.pcap, "iwarp_rdma.opcode == 0x07", "")
+			w := requireDecodes(t, p.pcap, false)
+			var terms []*decodedFPDU
+			for _, f := range w.PDUs {
+				if f.Terminate != nil {
+					terms = append(terms, f)
+				}
+			}
 			require.Len(t, terms, 1, "one Terminate on the wire")
+			assert.Equal(t, c.control, terms[0].Terminate.Control)
+			assert.Contains(t, terms[0].Terminate.Layout, "siw", "iwarp-peer decode reads siw's layout too")
 		})
 	}
 }
@@ -241,7 +279,61 @@ func TestGoTerminateToSiw(t *testing.T) {
 	require.Len(t, sent, 1, p.goOut())
 	assert.Equal(t, "local", sent[0]["origin"])
 	assert.Equal(t, "0x1101", sent[0]["code"])
+	w := requireDecodes(t, p.pcap, false)
+	var term *decodedFPDU
+	for _, f := range w.PDUs {
+		if f.Terminate != nil {
+			require.Nil(t, term, "one Terminate")
+			term = f
+		}
+	}
+	require.NotNil(t, term, "the Terminate is on the wire")
+	assert.Equal(t, w.fromResponder(), term.Dir, "sent by iwarp-go, the responder")
+	assert.Equal(t, sent[0]["control"], term.Terminate.Control, "the bytes iwarp-go reports are the bytes on the wire")
+	assert.Equal(t, "1101c000", term.Terminate.Control, "RFC layout: layer 1 type 1 code 1, M and D")
 	got := tshark(t, p.pcap, "-Y", "iwarp_rdma.opcode == 0x07", "-T", "fields", "-e", "iwarp_rdma.term_layer",
 		"-e", "iwarp_rdma.term_etype_ddp", "-e", "iwarp_rdma.term_errcode_ddp_tagged")
-	assert.Equal(t, "1\t1\t1", strings.TrimSpace(got), "layer DDP, tagged buffer error, base or bounds")
+	assert.Regexp(t, `^(1|0x0*1)\t(1|0x0*1)\t(1|0x0*1)$`, strings.TrimSpace(got), "tshark: layer DDP, tagged buffer error, base or bounds")
+}
+
+// trailerBug explains the failures that iwarp-go's peer trailer causes;
+// docs/interop.md lists it under known problems.
+const trailerBug = "conn appends its 8-byte iwarp-go trailer (\"iWGo\" 01 00 00 00, conn/peer.go) to every MPA Request's " +
+	"private data, and siw hands it to the application with the rest"
+
+// TestGoPrivateDataLimit: 251 bytes of private data, the most siw handles
+// (its 8-bit length wraps above that once the 4-byte IRD/ORD block is
+// added), reach the other side's application intact in both roles.
+func TestGoPrivateDataLimit(t *testing.T) {
+	pd := strings.Repeat("p", 251)
+	for _, goServer := range []bool{false, true} {
+		name := "go-client"
+		if goServer {
+			name = "go-server"
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx := scenario(t, 3*time.Minute)
+			ini, resp := roles(goServer)
+			record(t, matrixRow{Scenario: "private data of 251 bytes", Initiator: ini, Responder: resp, CRC: "on (Go prefers)",
+				MPA: "rev 2 enhanced", Checks: "251 bytes arrive intact; the connection works"})
+			goArgs, cArgs := sides(goServer, "-S 4k", "-T send -S 64")
+			p := iwtestHostGuest(t, ctx, goServer, goArgs+" -P "+pd, cArgs+" -P "+pd, time.Minute, "pd251-"+name)
+			// Whoever accepts prints CONNECT (the Request's data), whoever
+			// connects ESTABLISHED (the Reply's).
+			reqSide, repSide := p.cOut(), p.goOut()
+			if goServer {
+				reqSide, repSide = p.goOut(), p.cOut()
+			}
+			c := fields(reqSide, "CONNECT")
+			require.Len(t, c, 1, "the responder's application saw no connection request (%s): %s\n%s", trailerBug, p.goRes, p.cRes)
+			assert.Equal(t, "251", c[0]["private_data_len"], trailerBug)
+			assert.Equal(t, pd, c[0]["text"], trailerBug)
+			e := fields(repSide, "ESTABLISHED")
+			require.Len(t, e, 1, "%s\n%s", p.goRes, p.cRes)
+			assert.Equal(t, "251", e[0]["private_data_len"])
+			assert.Equal(t, pd, e[0]["text"])
+			require.True(t, p.goRes.OK(), "%s\n%s", p.goRes, p.cRes)
+			require.True(t, p.cRes.OK(), "%s\n%s", p.cRes, p.goRes)
+		})
+	}
 }

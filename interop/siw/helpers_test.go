@@ -97,13 +97,19 @@ func withSiw(t *testing.T, ctx context.Context, v lab.SiwVariant, params ...stri
 	})
 }
 
+// tsharkIWARP are the tshark options that dissect iWARP: TCP reassembly,
+// the MPA heuristic tried before port-based dissectors (a host's ephemeral
+// port can be another protocol's registered one: 48898 made tshark read a
+// connection as TwinCAT ADS), and RPC-over-RDMA kept from claiming Sends.
+var tsharkIWARP = []string{"-o", "tcp.desegment_tcp_streams:TRUE", "-o", "tcp.try_heuristic_first:TRUE",
+	"--enable-heuristic", "iwarp_mpa_tcp", "--disable-heuristic", "rpcrdma_iwarp", "--disable-protocol", "rpcordma"}
+
 // tshark dissects a capture on the host with the iWARP heuristics on.
 func tshark(t *testing.T, pcap string, args ...string) string {
 	t.Helper()
 	path, err := exec.LookPath("tshark")
 	require.NoError(t, err, "tshark is needed on the host (build.sh installs it)")
-	base := []string{"-r", pcap, "-o", "tcp.desegment_tcp_streams:TRUE", "--enable-heuristic", "iwarp_mpa_tcp",
-		"--disable-heuristic", "rpcrdma_iwarp", "--disable-protocol", "rpcordma"}
+	base := append([]string{"-r", pcap}, tsharkIWARP...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var stderr strings.Builder

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/iwarp-go/iwarp-go/interop/siw/lab"
@@ -52,13 +51,14 @@ func iwtestHostGuest(t *testing.T, ctx context.Context, goServer bool, goArgs, c
 		if capture != "" {
 			stop = captureEth0(t, ctx, capture, port)
 		}
-		p.cRes = run(t, ctx, timeout, "iwtest-c", fmt.Sprintf("exec iwtest -c -a %s -p %d %s", hostIP, port, cArgs))
+		p.cRes = run(t, ctx, timeout, "iwtest-c", primeNeighbour+fmt.Sprintf("exec iwtest -c -a %s -p %d %s", hostIP, port, cArgs))
 		p.goRes = hp.wait(t, time.Minute)
 	} else {
 		if capture != "" {
 			stop = captureEth0(t, ctx, capture, iwtestPort)
 		}
-		srv := server(t, ctx, "iwtest-s", fmt.Sprintf("exec iwtest -s -a %s -p %d %s", guestIP, iwtestPort, cArgs), iwtestPort)
+		// -w: a server whose client fails before connecting gives up soon.
+		srv := server(t, ctx, "iwtest-s", fmt.Sprintf("exec iwtest -s -a %s -p %d -w 30 %s", guestIP, iwtestPort, cArgs), iwtestPort)
 		host, port := guestPortAddr(t, iwtestPort)
 		p.goRes = runHost(t, ctx, timeout, "iwtest-c", append([]string{"iwtest", "-c", "-a", host, "-p", port}, strings.Fields(goArgs)...)...)
 		p.cRes = wait(t, ctx, srv, time.Minute)
@@ -105,8 +105,7 @@ func checkWire(t *testing.T, pcap string) *wireCheck {
 	w := &wireCheck{opcodes: map[string]int{}}
 	path, err := exec.LookPath("tshark")
 	require.NoError(t, err)
-	base := []string{"-r", pcap, "-o", "tcp.desegment_tcp_streams:TRUE", "--enable-heuristic", "iwarp_mpa_tcp",
-		"--disable-heuristic", "rpcrdma_iwarp", "--disable-protocol", "rpcordma"}
+	base := append([]string{"-r", pcap}, tsharkIWARP...)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, append(base, "-V")...)
@@ -147,26 +146,17 @@ func checkWire(t *testing.T, pcap string) *wireCheck {
 	return w
 }
 
-// requireCleanWire checks that a capture decodes: one MPA Request and one
-// Reply, no malformed frame, and with crc every FPDU's CRC32c good (none
-// bad, and at least minGood checked); without crc no CRC is checked.
-func requireCleanWire(t *testing.T, pcap string, crc bool, minGood int) *wireCheck {
-	t.Helper()
-	require.NotEmpty(t, pcap)
-	w := checkWire(t, pcap)
-	assert.Equal(t, 1, w.requests, "MPA Requests in %s", pcap)
-	assert.Equal(t, 1, w.replies, "MPA Replies in %s", pcap)
-	assert.Zero(t, w.malformed, "malformed frames in %s", pcap)
-	assert.Zero(t, w.badCRC, "bad CRCs in %s", pcap)
-	want := "0"
-	if crc {
-		want = "1"
-		assert.GreaterOrEqual(t, w.goodCRC, minGood, "FPDUs with a good CRC in %s", pcap)
-	} else {
-		assert.Zero(t, w.goodCRC, "CRCs checked although none was negotiated in %s", pcap)
-	}
-	if assert.Len(t, w.crcFlags, 2, "Request and Reply in %s", pcap) {
-		assert.Equal(t, want, w.crcFlags[1], "the Reply's C bit decides the CRC")
-	}
-	return w
-}
+// primeNeighbour is run in the guest right before a program there
+// connects to a host listener through rdma_cm: the ping leaves a valid
+// neighbour entry for the host (10.0.2.2; it stays valid, REACHABLE then
+// STALE, for minutes). Without an entry, rdma_resolve_addr to 10.0.2.2 was
+// seen to get no ADDR_RESOLVED event within iwtest's 30 s. In Linux 6.1
+// (drivers/infiniband/core/addr.c) rdma_resolve_ip sends the ARP request
+// (dst_fetch_ha, neigh_event_send) before it queues its request; a
+// pending request is retried when a neighbour update arrives
+// (netevent_callback) and otherwise only when its whole timeout expires
+// (process_one_req). QEMU's user network answers ARP at once, so the
+// update can come before the request is queued and the resolution then
+// waits for the timeout. TCP programs (nc) never hit this. (The guest's
+// busybox ip and arp cannot add a permanent entry.)
+const primeNeighbour = "ping -c 1 -W 2 " + hostIP + " >/dev/null 2>&1; "
