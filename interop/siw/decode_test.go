@@ -44,7 +44,9 @@ type decodedMPA struct {
 	R        bool   `json:"r"`
 	Enhanced bool   `json:"enhanced"`
 	AppData  string `json:"app_data"`
-	IRDORD   *struct {
+	// PrivateData is all PD_Length octets, the IRD/ORD block included.
+	PrivateData string `json:"private_data"`
+	IRDORD      *struct {
 		IRD int    `json:"ird"`
 		ORD int    `json:"ord"`
 		P2P bool   `json:"p2p"`

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/iwarp-go/iwarp-go/interop/siw/lab"
 )
 
 // The interop matrix: every host↔guest case records one row (scenario,
@@ -61,32 +63,42 @@ func record(t *testing.T, r matrixRow) {
 	})
 }
 
-var soVersion = regexp.MustCompile(`libibverbs\.so\.1\.\d+\.(\d+\.\d+)`)
-
-// guestVersions asks the guest for its kernel and rdma-core versions
-// (rdma-core's version is the tail of the libibverbs file name).
-func guestVersions(ctx context.Context) (kernel, rdmaCore string) {
+// versions reports the guest kernel (uname -r in the guest, with the
+// Debian package version build.sh recorded) and the rdma-core version
+// (the tail of libibverbs' file name in the userspace tree the image was
+// built from; the image itself holds the library under its soname).
+func versions(ctx context.Context) (kernel, rdmaCore string) {
 	kernel, rdmaCore = "unknown", "unknown"
-	res, err := vm.Run(ctx, 30*time.Second, "versions",
-		"uname -r; cat /proc/version; for f in /lib/*/libibverbs.so.1 /usr/lib/*/libibverbs.so.1; do [ -e $f ] && readlink -f $f; done; true")
-	if err != nil || !res.OK() {
+	if res, err := vm.Run(ctx, 30*time.Second, "uname", "uname -r"); err == nil && res.OK() {
+		kernel = strings.TrimSpace(res.Stdout)
+	}
+	env := os.Getenv("IWARP_SIW_ENV")
+	if env == "" {
+		env = lab.DefaultEnvFile()
+	}
+	b, err := os.ReadFile(env)
+	if err != nil {
 		return kernel, rdmaCore
 	}
-	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
-	if len(lines) > 1 {
-		kernel = lines[1]
-		if i := strings.Index(kernel, " ("); i > 0 {
-			kernel = kernel[:i]
-		}
-		if m := regexp.MustCompile(`Debian ([^ )]+)`).FindStringSubmatch(lines[1]); m != nil {
-			kernel += " (Debian " + m[1] + ")"
+	vars := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && !strings.HasPrefix(k, "#") {
+			vars[k] = v
 		}
 	}
-	if m := soVersion.FindStringSubmatch(res.Stdout); m != nil {
-		rdmaCore = m[1]
+	if v := vars["SIW_KPKGVER"]; v != "" {
+		kernel += " (Debian " + v + ")"
+	}
+	libs, _ := filepath.Glob(filepath.Join(vars["SIW_USERROOT"], "usr/lib/*/libibverbs.so.1.*"))
+	for _, l := range libs {
+		if m := soVersion.FindStringSubmatch(filepath.Base(l)); m != nil {
+			rdmaCore = m[1]
+		}
 	}
 	return kernel, rdmaCore
 }
+
+var soVersion = regexp.MustCompile(`^libibverbs\.so\.1\.\d+\.(\d+\.\d+)$`)
 
 // writeMatrix writes OUT/matrix.md if any row was recorded.
 func writeMatrix(ctx context.Context, dir string) error {
@@ -96,7 +108,7 @@ func writeMatrix(ctx context.Context, dir string) error {
 	if len(rows) == 0 || dir == "" {
 		return nil
 	}
-	kernel, rdmaCore := guestVersions(ctx)
+	kernel, rdmaCore := versions(ctx)
 	var b strings.Builder
 	pass := 0
 	for _, r := range rows {
@@ -105,8 +117,8 @@ func writeMatrix(ctx context.Context, dir string) error {
 		}
 	}
 	fmt.Fprintf(&b, "Run of %s: %d of %d cases passed.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), pass, len(rows))
-	fmt.Fprintf(&b, "- Linux siw: %s, siw.ko built from Debian's linux-source (stock; knobs build where the MPA column says so)\n", kernel)
-	fmt.Fprintf(&b, "- rdma-core: %s (Debian bookworm: rping, iwtest built against libibverbs/librdmacm)\n", rdmaCore)
+	fmt.Fprintf(&b, "- Linux %s with siw.ko built from the same Debian linux-source (the stock build; the knobs build where the MPA column names a module parameter)\n", kernel)
+	fmt.Fprintf(&b, "- rdma-core %s (Debian bookworm packages: rping, libibverbs, librdmacm; iwtest built against them)\n", rdmaCore)
 	fmt.Fprintf(&b, "- iwarp-go: iwarp-peer built with %s, on %s/%s; the guest runs under QEMU TCG with user networking\n\n",
 		runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	b.WriteString("| scenario | initiator | responder | CRC | MPA variant | checks | result | time | test |\n")

@@ -8,6 +8,8 @@
 #   run.sh SCENARIO   one scenario (a test name with or without "Test", any case)
 #   run.sh shell      interactive root shell in the guest on this terminal;
 #                     leave with "poweroff -f" (or Ctrl-A x)
+#   run.sh docs       copy the interop matrix of the last run (OUT/matrix.md)
+#                     into docs/interop.md
 #
 # Environment: IWARP_CACHE (cache root), IWARP_SIW_OUT (results, default
 # interop/siw/out), IWARP_SIW_TIMEOUT (whole go test run, default 30m),
@@ -94,7 +96,22 @@ all() {
   gotest || rc=1
   summary "$OUT/run.log" "$names" || rc=1
   echo "total $(( $(date +%s) - start ))s (without the build)"
+  [ -f "$OUT/matrix.md" ] && echo "interop matrix: $OUT/matrix.md ('run.sh docs' puts it into docs/interop.md)"
   return $rc
+}
+
+# docs/interop.md holds the matrix of a full run between two marker lines;
+# this replaces what is between them with OUT/matrix.md.
+docs() {
+  local m=$OUT/matrix.md doc=$REPO/docs/interop.md
+  [ -f "$m" ] || { echo "no $m: run 'run.sh all' first" >&2; exit 1; }
+  grep -q '^<!-- matrix:begin -->$' "$doc" && grep -q '^<!-- matrix:end -->$' "$doc" ||
+    { echo "$doc lacks the matrix markers" >&2; exit 1; }
+  awk -v m="$m" '
+    /^<!-- matrix:begin -->$/ { print; while ((getline l < m) > 0) print l; skip = 1; next }
+    /^<!-- matrix:end -->$/ { skip = 0 }
+    !skip' "$doc" >"$doc.tmp" && mv "$doc.tmp" "$doc"
+  echo "updated $doc from $m"
 }
 
 one() {
@@ -143,6 +160,7 @@ case ${1:-} in
   all) all ;;
   list) list ;;
   shell) shell ;;
+  docs) docs ;;
   "" | -h | --help | help) usage ;;
   *) one "$1" ;;
 esac
