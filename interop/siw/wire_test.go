@@ -92,6 +92,7 @@ func TestCaptureRpingDecodes(t *testing.T) {
 	stop := capture(t, ctx, "rping-lo", "lo", "tcp port 7174")
 	rpingPair(t, ctx, 10)
 	pcap := stop()
+	requireDecodes(t, pcap, false)
 	out := tshark(t, pcap)
 	for _, want := range []string{"MPA Request Frame", "MPA Reply Frame", "Send", "Read Request", "Read Response", "Write"} {
 		assert.Contains(t, out, want)
@@ -118,6 +119,7 @@ func TestWireSolicitedAndInvalidate(t *testing.T) {
 	require.Equal(t, "0", srv["code"], sout)
 	requireAllOK(t, cout, []string{"send_se", "send_inv"}, []string{"64"})
 	pcap := stop()
+	requireDecodes(t, pcap, false)
 	// The STags the receivers advertised for invalidation, by receiver.
 	advertised := map[string]bool{}
 	for _, side := range []struct{ name, out string }{{"server", sout}, {"client", cout}} {
@@ -158,6 +160,8 @@ func TestTerminateProvoked(t *testing.T) {
 			require.Equal(t, "0", cli["code"], cout)
 			require.Len(t, fields(sout, "TERMINATED"), 1, sout)
 			pcap := stop()
+			w := requireDecodes(t, pcap, false)
+			assert.Equal(t, 1, w.ops[w.fromResponder()+" Terminate"], "%v", w.ops)
 			terms := rdmapPDUs(t, pcap, "iwarp_rdma.opcode == 0x07", "")
 			require.NotEmpty(t, terms, "no Terminate in the capture")
 			// The Terminate comes from the side that owns the bad sink.
@@ -178,6 +182,7 @@ func TestVariantPeerToPeer(t *testing.T) {
 	stop := capture(t, ctx, "rping-p2p", "lo", "tcp port 7174")
 	rpingPair(t, ctx, 10)
 	pcap := stop()
+	requireDecodes(t, pcap, false)
 	req := tshark(t, pcap, "-Y", "iwarp_mpa.req", "-T", "fields", "-e", "iwarp_mpa.rev", "-e", "iwarp_mpa.privatedata")
 	assert.Contains(t, req, "2\t8001c001", "MPA Request: P2P bit in IRD, Write+Read RTR in ORD")
 	rep := tshark(t, pcap, "-Y", "iwarp_mpa.rep", "-T", "fields", "-e", "iwarp_mpa.privatedata")
@@ -199,6 +204,7 @@ func TestVariantCRCRequired(t *testing.T) {
 	require.Equal(t, "0", cli["code"], cout)
 	require.Equal(t, "0", srv["code"], sout)
 	pcap := stop()
+	requireDecodes(t, pcap, true)
 	flags := tshark(t, pcap, "-Y", "iwarp_mpa.req || iwarp_mpa.rep", "-T", "fields", "-e", "iwarp_mpa.crc_flag")
 	assert.Equal(t, "1\n1\n", strings.ReplaceAll(flags, "True", "1"))
 	v := tshark(t, pcap, "-V")
@@ -222,6 +228,7 @@ func TestVariantRev1Read(t *testing.T) {
 		require.Equal(t, "0", srv["code"], sout)
 		requireAllOK(t, cout, []string{"read"}, []string{"4096", "65536"})
 		pcap := stop()
+		requireDecodes(t, pcap, false)
 		rev := tshark(t, pcap, "-Y", "iwarp_mpa.req || iwarp_mpa.rep", "-T", "fields", "-e", "iwarp_mpa.rev", "-e", "iwarp_mpa.pdlength")
 		assert.Equal(t, "1\t0\n1\t0\n", rev)
 	})
