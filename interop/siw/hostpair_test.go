@@ -61,7 +61,18 @@ func iwtestHostGuest(t *testing.T, ctx context.Context, goServer bool, goArgs, c
 		srv := server(t, ctx, "iwtest-s", fmt.Sprintf("exec iwtest -s -a %s -p %d -w 30 %s", guestIP, iwtestPort, cArgs), iwtestPort)
 		host, port := guestPortAddr(t, iwtestPort)
 		p.goRes = runHost(t, ctx, timeout, "iwtest-c", append([]string{"iwtest", "-c", "-a", host, "-p", port}, strings.Fields(goArgs)...)...)
-		p.cRes = wait(t, ctx, srv, time.Minute)
+		if p.goRes.OK() {
+			p.cRes = wait(t, ctx, srv, time.Minute)
+		} else {
+			// The session failed; the server may be waiting for a
+			// connection that never came.
+			res, err := srv.Wait(ctx, 5*time.Second)
+			if err != nil {
+				res, err = srv.Stop(ctx, 2*time.Second)
+			}
+			require.NoError(t, err, "%s", res)
+			p.cRes = res
+		}
 	}
 	if stop != nil {
 		p.pcap = stop()
