@@ -192,8 +192,8 @@ func (qp *QP) beginSetup() error {
 // setupFailed ends a queue pair whose connection setup failed.
 func (qp *QP) setupFailed(err error) {
 	qp.mu.Lock()
-	defer qp.mu.Unlock()
 	if qp.state != stateConnecting {
+		qp.mu.Unlock()
 		return
 	}
 	qp.state = stateError
@@ -201,6 +201,8 @@ func (qp *QP) setupFailed(err error) {
 	qp.setupConn = nil
 	close(qp.done)
 	qp.flushLocked(err)
+	qp.mu.Unlock()
+	qp.deliver()
 	close(qp.finished)
 }
 
