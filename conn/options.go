@@ -69,6 +69,7 @@ type config struct {
 	setupTimeout   time.Duration
 	firstFPDUDelay time.Duration // <0: automatic
 	tap            Tap
+	noTrailer      bool
 }
 
 func defaultConfig() config {
@@ -304,6 +305,18 @@ func WithTap(t Tap) Option {
 			return badOption("nil tap")
 		}
 		c.tap = t
+		return nil
+	})
+}
+
+// WithoutPeerTrailer sends the initiator's private data exactly as given,
+// without the 8-byte trailer by which iwarp-go peers recognise each other
+// (and agree on 64 KiB FPDUs and no first-FPDU delay). Use it to be
+// byte-for-byte what another implementation sends, e.g. rping's empty
+// private data toward siw.
+func WithoutPeerTrailer() Option {
+	return optionFunc(func(c *config) error {
+		c.noTrailer = true
 		return nil
 	})
 }

@@ -78,7 +78,11 @@ func (qp *QP) client(ctx context.Context, c net.Conn, cfg *config) error {
 	qp.mu.Lock()
 	qp.setupConn = c
 	qp.mu.Unlock()
-	res, err := mpa.Connect(ctx, c, &cfg.mpa, appendPeerTrailer(cfg.privateData))
+	pd := cfg.privateData
+	if !cfg.noTrailer {
+		pd = appendPeerTrailer(pd)
+	}
+	res, err := mpa.Connect(ctx, c, &cfg.mpa, pd)
 	if err != nil {
 		var me *mpa.Error
 		if errors.As(err, &me) && me.Code != 0 {
