@@ -181,8 +181,10 @@ func WithPeerIRD(n int) Option {
 }
 
 // WithPrivateData sets the private data carried in the MPA Request (initiator)
-// or Reply (responder). Toward a peer that may be siw at most 251 bytes are
-// allowed.
+// or Reply (responder). An initiator appends iwarp-go's 8-byte peer trailer
+// unless WithoutPeerTrailer is given, and a peer that is not iwarp-go sees
+// it as part of the private data. Toward a peer that may be siw at most 251
+// bytes fit, 243 with the trailer.
 func WithPrivateData(b []byte) Option {
 	return optionFunc(func(c *config) error {
 		if len(b) > mpa.MaxPrivateData {

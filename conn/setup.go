@@ -80,6 +80,13 @@ func (qp *QP) client(ctx context.Context, c net.Conn, cfg *config) error {
 	qp.mu.Unlock()
 	pd := cfg.privateData
 	if !cfg.noTrailer {
+		if !cfg.mpa.PeerIsIwarpGo && len(pd)+peerTrailerLen > mpa.SiwMaxPrivateData {
+			err := fmt.Errorf("iwarp: connection setup: %w: %d bytes of private data, and iwarp-go's %d-byte peer trailer, exceed the %d bytes a peer that may be siw takes (at most %d with the trailer; WithoutPeerTrailer drops it)",
+				mpa.ErrSiwLimit, len(pd), peerTrailerLen, mpa.SiwMaxPrivateData, mpa.SiwMaxPrivateData-peerTrailerLen)
+			c.Close()
+			qp.setupFailed(err)
+			return err
+		}
 		pd = appendPeerTrailer(pd)
 	}
 	res, err := mpa.Connect(ctx, c, &cfg.mpa, pd)
