@@ -32,8 +32,9 @@ func (qp *QP) shutdown(abort bool) error {
 		qp.err = ErrQPClosed
 		close(qp.done)
 		qp.flushLocked(ErrQPClosed)
-		close(qp.finished)
 		qp.mu.Unlock()
+		qp.deliver()
+		close(qp.finished)
 		return nil
 	case stateConnecting:
 		// Setup finishes first (a peer-to-peer RTR must go out); if it is

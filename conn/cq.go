@@ -24,19 +24,45 @@ type CQ struct {
 
 	ready chan struct{} // capacity 1: a completion was pushed
 	sol   chan struct{} // capacity 1: a solicited or error completion was pushed
+
+	handler func(*WorkCompletion) // set: completions are handed to it, not queued
 }
 
-// NewCQ returns a completion queue that holds up to depth completions.
-// It panics if depth is not positive.
-func NewCQ(depth int) *CQ {
+// CQOption configures NewCQ.
+type CQOption func(*CQ)
+
+// WithCompletionHandler makes the CQ hand every completion to h instead of
+// queueing it (Poll and Wait then find nothing). h runs in the goroutine
+// that completed the work — a queue pair's receiver for receives and RDMA
+// Reads, its transmitter or the posting goroutine for Sends and Writes —
+// with no lock of the library held, so it may post work; it must not
+// block, and it must be safe for concurrent use when several queue pairs
+// share the CQ. Completions of one queue pair reach h one at a time and in
+// order. The WorkCompletion is valid only during the call.
+//
+// This is the event-driven way to use a CQ: a program that answers each
+// message from the handler has no goroutine hand-off between the network
+// and its code, which is most of a small round trip's latency.
+func WithCompletionHandler(h func(*WorkCompletion)) CQOption {
+	return func(cq *CQ) { cq.handler = h }
+}
+
+// NewCQ returns a completion queue that holds up to depth completions:
+// work can be outstanding on it (posted and not yet polled) for at most
+// depth work requests. It panics if depth is not positive.
+func NewCQ(depth int, opts ...CQOption) *CQ {
 	if depth <= 0 {
 		panic("iwarp: NewCQ: depth must be positive")
 	}
-	return &CQ{
+	cq := &CQ{
 		ring:  make([]WorkCompletion, depth),
 		ready: make(chan struct{}, 1),
 		sol:   make(chan struct{}, 1),
 	}
+	for _, o := range opts {
+		o(cq)
+	}
+	return cq
 }
 
 // Cap returns the number of completions the queue can hold.

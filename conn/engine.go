@@ -256,6 +256,7 @@ func (e *engine) finish() {
 		qp.state = stateClosed
 	}
 	qp.mu.Unlock()
+	qp.deliver()
 	close(qp.finished)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -292,10 +293,27 @@ func (r *ConnRequest) Accept(ctx context.Context, qp *QP, opts ...Option) error 
 
 // Reject refuses the connection with an MPA Reply with the R bit set,
 // carrying privateData, and closes it.
+//
+// Reject waits (at most a second, or until ctx ends) for the initiator to
+// close the connection before closing it: a siw initiator that sees the
+// FIN right behind the Reply can report the reject without its private
+// data.
 func (r *ConnRequest) Reject(ctx context.Context, privateData []byte) error {
 	if !r.used.CompareAndSwap(false, true) {
 		return ErrRequestUsed
 	}
 	defer r.c.Close()
-	return r.req.Reject(ctx, privateData)
+	if err := r.req.Reject(ctx, privateData); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(rejectLinger)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	r.c.SetReadDeadline(deadline)
+	io.Copy(io.Discard, io.LimitReader(r.c, 64<<10)) // until the initiator closes
+	return nil
 }
+
+// rejectLinger bounds Reject's wait for the initiator to close.
+const rejectLinger = time.Second

@@ -69,6 +69,7 @@ type config struct {
 	setupTimeout   time.Duration
 	firstFPDUDelay time.Duration // <0: automatic
 	tap            Tap
+	noTrailer      bool
 }
 
 func defaultConfig() config {
@@ -180,8 +181,10 @@ func WithPeerIRD(n int) Option {
 }
 
 // WithPrivateData sets the private data carried in the MPA Request (initiator)
-// or Reply (responder). Toward a peer that may be siw at most 251 bytes are
-// allowed.
+// or Reply (responder). An initiator appends iwarp-go's 8-byte peer trailer
+// unless WithoutPeerTrailer is given, and a peer that is not iwarp-go sees
+// it as part of the private data. Toward a peer that may be siw at most 251
+// bytes fit, 243 with the trailer.
 func WithPrivateData(b []byte) Option {
 	return optionFunc(func(c *config) error {
 		if len(b) > mpa.MaxPrivateData {
@@ -304,6 +307,18 @@ func WithTap(t Tap) Option {
 			return badOption("nil tap")
 		}
 		c.tap = t
+		return nil
+	})
+}
+
+// WithoutPeerTrailer sends the initiator's private data exactly as given,
+// without the 8-byte trailer by which iwarp-go peers recognise each other
+// (and agree on 64 KiB FPDUs and no first-FPDU delay). Use it to be
+// byte-for-byte what another implementation sends, e.g. rping's empty
+// private data toward siw.
+func WithoutPeerTrailer() Option {
+	return optionFunc(func(c *config) error {
+		c.noTrailer = true
 		return nil
 	})
 }

@@ -135,6 +135,12 @@ type QP struct {
 	finished chan struct{} // closed when the engine stopped and all work flushed
 	wake     chan struct{} // capacity 1: the transmitter has work
 
+	// Completions for CQs with a handler wait here, under mu, until the
+	// goroutine that made them has released mu (deliver).
+	pend, spare []pendingWC
+	delivering  bool
+	handlers    bool // scq or rcq has a handler
+
 	eng       *engine  // nil until the connection is established
 	setupConn net.Conn // the connection while setup runs
 	closeReq  bool     // Close was called during setup
@@ -168,7 +174,59 @@ func (pd *PD) NewQP(cq *CQ, caps QPCaps) (*QP, error) {
 		finished: make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 	}
+	if cq.handler != nil || rcq.handler != nil {
+		qp.handlers = true
+		n := caps.SendDepth + caps.RecvDepth
+		qp.pend = make([]pendingWC, 0, n)
+		qp.spare = make([]pendingWC, 0, n)
+	}
 	return qp, nil
+}
+
+type pendingWC struct {
+	cq *CQ
+	wc WorkCompletion
+}
+
+// completeLocked delivers a completion to cq: into its ring, or, for a CQ
+// with a handler, into the queue pair's pending list, which deliver hands
+// to the handler once mu is released.
+func (qp *QP) completeLocked(cq *CQ, wc *WorkCompletion) {
+	if cq.handler == nil {
+		cq.push(wc)
+		return
+	}
+	qp.pend = append(qp.pend, pendingWC{cq: cq, wc: *wc})
+}
+
+// deliver calls the handlers for pending completions, without holding mu,
+// one goroutine at a time per queue pair (so in order). Every path that may
+// complete work calls it after unlocking mu.
+func (qp *QP) deliver() {
+	if !qp.handlers {
+		return
+	}
+	qp.mu.Lock()
+	if qp.delivering {
+		qp.mu.Unlock()
+		return // the goroutine delivering now picks these up too
+	}
+	qp.delivering = true
+	for len(qp.pend) > 0 {
+		batch := qp.pend
+		qp.pend = qp.spare[:0]
+		qp.mu.Unlock()
+		for i := range batch {
+			p := &batch[i]
+			p.cq.unreserve(1)
+			p.cq.handler(&p.wc)
+			*p = pendingWC{}
+		}
+		qp.mu.Lock()
+		qp.spare = batch[:0]
+	}
+	qp.delivering = false
+	qp.mu.Unlock()
 }
 
 // QPN returns the queue pair's number, which its completions carry.
@@ -470,7 +528,7 @@ func (qp *QP) finishSendLocked(i int, w *sendWQE) {
 		if w.status == WCSuccess {
 			wc.ByteLen = uint32(w.length)
 		}
-		qp.scq.push(&wc)
+		qp.completeLocked(qp.scq, &wc)
 	}
 	*w = sendWQE{}
 }
@@ -493,7 +551,7 @@ func (qp *QP) flushLocked(cause error) {
 		i := slot(qp.rqHead, len(qp.rq))
 		w := &qp.rq[i]
 		releaseRefs(qp.rqSGE[i*qp.caps.MaxRecvSGE : i*qp.caps.MaxRecvSGE+w.nsge])
-		qp.rcq.push(&WorkCompletion{ID: w.id, QPN: qp.qpn, Status: WCWRFlushErr, Op: WCRecv, err: cause})
+		qp.completeLocked(qp.rcq, &WorkCompletion{ID: w.id, QPN: qp.qpn, Status: WCWRFlushErr, Op: WCRecv, err: cause})
 		*w = recvWQE{}
 		qp.rqHead++
 	}

@@ -248,8 +248,9 @@ func (e *engine) commit(h *rdmap.Header, n int) error {
 		wc := WorkCompletion{ID: w.id, QPN: qp.qpn, Op: WCRecv, Flags: p.flags, ByteLen: uint32(p.msgLen), InvSTag: p.invSTag}
 		*w = recvWQE{}
 		qp.rqHead++
-		qp.rcq.push(&wc)
+		qp.completeLocked(qp.rcq, &wc)
 		qp.mu.Unlock()
+		qp.deliver()
 	case rxReadDone:
 		qp.mu.Lock()
 		ent := &e.orq[slot(e.orqHead, len(e.orq))]
@@ -260,6 +261,7 @@ func (e *engine) commit(h *rdmap.Header, n int) error {
 		e.orqHead++
 		qp.completeSQLocked()
 		qp.mu.Unlock()
+		qp.deliver()
 		e.sendSoon() // an ORD credit is free; fenced work may run
 	case rxQueueRead:
 		qp.mu.Lock()

@@ -78,7 +78,18 @@ func (qp *QP) client(ctx context.Context, c net.Conn, cfg *config) error {
 	qp.mu.Lock()
 	qp.setupConn = c
 	qp.mu.Unlock()
-	res, err := mpa.Connect(ctx, c, &cfg.mpa, appendPeerTrailer(cfg.privateData))
+	pd := cfg.privateData
+	if !cfg.noTrailer {
+		if !cfg.mpa.PeerIsIwarpGo && len(pd)+peerTrailerLen > mpa.SiwMaxPrivateData {
+			err := fmt.Errorf("iwarp: connection setup: %w: %d bytes of private data, and iwarp-go's %d-byte peer trailer, exceed the %d bytes a peer that may be siw takes (at most %d with the trailer; WithoutPeerTrailer drops it)",
+				mpa.ErrSiwLimit, len(pd), peerTrailerLen, mpa.SiwMaxPrivateData, mpa.SiwMaxPrivateData-peerTrailerLen)
+			c.Close()
+			qp.setupFailed(err)
+			return err
+		}
+		pd = appendPeerTrailer(pd)
+	}
+	res, err := mpa.Connect(ctx, c, &cfg.mpa, pd)
 	if err != nil {
 		var me *mpa.Error
 		if errors.As(err, &me) && me.Code != 0 {
@@ -192,8 +203,8 @@ func (qp *QP) beginSetup() error {
 // setupFailed ends a queue pair whose connection setup failed.
 func (qp *QP) setupFailed(err error) {
 	qp.mu.Lock()
-	defer qp.mu.Unlock()
 	if qp.state != stateConnecting {
+		qp.mu.Unlock()
 		return
 	}
 	qp.state = stateError
@@ -201,6 +212,8 @@ func (qp *QP) setupFailed(err error) {
 	qp.setupConn = nil
 	close(qp.done)
 	qp.flushLocked(err)
+	qp.mu.Unlock()
+	qp.deliver()
 	close(qp.finished)
 }
 

@@ -74,7 +74,9 @@ func TestSetup_RFC6581_P2P(t *testing.T) {
 
 // TestSetup_ResponderHoldsUntilFirstFPDU: without peer-to-peer mode the
 // responder posts first, but its Send goes out only after the initiator's
-// first message (RFC 5044 / siw-wire.md §2.9).
+// first message. A siw initiator fails the connection when bytes follow
+// the Reply in its first read (siw_recv_mpa_rr() in siw_cm.c); RFC 5044
+// states the rule too as commonly cited, not checked against the text.
 func TestSetup_ResponderHoldsUntilFirstFPDU(t *testing.T) {
 	checkLeaks(t)
 	var cBuf, sBuf *MR

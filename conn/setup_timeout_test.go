@@ -2,11 +2,13 @@ package conn
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"testing"
 	"time"
 
+	"github.com/iwarp-go/iwarp-go/mpa"
 	"github.com/stretchr/testify/require"
 )
 
@@ -59,4 +61,42 @@ func TestSetup_SilentPeersAreCutOff(t *testing.T) {
 	require.NoError(t, <-errc)
 	client.qp.Close()
 	server.qp.Close()
+}
+
+// TestReject_WaitsForTheInitiatorToClose: after a reject Reply the
+// responder keeps the connection open until the initiator closes (bounded),
+// so a FIN never races the Reply's private data.
+func TestReject_WaitsForTheInitiatorToClose(t *testing.T) {
+	checkLeaks(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ln, err := Listen(ctx, "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	rejected := make(chan error, 1)
+	go func() {
+		cr, err := ln.AcceptRequest(ctx)
+		if err != nil {
+			rejected <- err
+			return
+		}
+		rejected <- cr.Reject(ctx, []byte("no"))
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = mpa.Connect(ctx, c, &mpa.Config{}, nil)
+	require.ErrorIs(t, err, mpa.ErrRejected)
+	// The responder has not closed: a read waits instead of seeing EOF.
+	c.SetReadDeadline(time.Now().Add(150 * time.Millisecond))
+	_, err = c.Read(make([]byte, 1))
+	var ne net.Error
+	require.True(t, errors.As(err, &ne) && ne.Timeout(), "want a timeout, got %v", err)
+	select {
+	case err := <-rejected:
+		t.Fatalf("Reject returned (%v) before the initiator closed", err)
+	default:
+	}
+	c.Close()
+	require.NoError(t, <-rejected)
 }

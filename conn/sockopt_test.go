@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"syscall"
@@ -67,5 +68,27 @@ func TestOptions_SiwPrivateDataLimit(t *testing.T) {
 	ep := newEndpoint(t, QPCaps{})
 	err := ep.qp.Client(context.Background(), a, WithPrivateData(make([]byte, 244)))
 	require.ErrorIs(t, err, mpa.ErrSiwLimit)
-	require.Contains(t, err.Error(), "siw")
+	require.Contains(t, err.Error(), "244 bytes of private data")
+	require.Contains(t, err.Error(), "WithoutPeerTrailer")
+
+	// Without the trailer the full 251 bytes go out, and no more.
+	a2, b2 := net.Pipe()
+	defer b2.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		f, err := mpa.ReadFrame(b2, mpa.MaxPrivateData)
+		if err != nil {
+			got <- nil
+			return
+		}
+		got <- f.PrivateData
+		b2.Close()
+	}()
+	ep2 := newEndpoint(t, QPCaps{})
+	ep2.qp.Client(context.Background(), a2, WithoutPeerTrailer(), WithPrivateData(bytes.Repeat([]byte{7}, 251)))
+	require.Equal(t, bytes.Repeat([]byte{7}, 251), <-got)
+	ep3 := newEndpoint(t, QPCaps{})
+	a3, b3 := net.Pipe()
+	defer b3.Close()
+	require.ErrorIs(t, ep3.qp.Client(context.Background(), a3, WithoutPeerTrailer(), WithPrivateData(make([]byte, 252))), mpa.ErrSiwLimit)
 }

@@ -53,3 +53,15 @@ func TestTap_SeesEveryByte(t *testing.T) {
 	require.Equal(t, ct.in.Load(), st.out.Load())
 	require.Error(t, WithTap(nil).apply(&config{}))
 }
+
+// TestTap_WithoutPeerTrailer: without the trailer the Request carries only
+// the IRD/ORD block, and the responder treats the initiator as a foreign
+// peer.
+func TestTap_WithoutPeerTrailer(t *testing.T) {
+	checkLeaks(t)
+	var ct countingTap
+	client, server := connectPair(t, pairConfig{clientOpts: []Option{WithTap(&ct), WithoutPeerTrailer(), WithoutP2P()}})
+	require.False(t, server.qp.eng.peerIsGo)
+	require.False(t, client.qp.eng.peerIsGo)
+	require.Equal(t, int64(20+4), ct.out.Load(), "Request: header and IRD/ORD block only")
+}

@@ -146,6 +146,7 @@ func (e *engine) next() (ok, alive bool) {
 		return false, true
 	}
 	qp.mu.Unlock()
+	qp.deliver() // a local invalidate or a refused message may have completed
 	return true, true
 }
 
@@ -299,6 +300,7 @@ func (e *engine) afterFlush() {
 	qp.completeSQLocked()
 	qp.mu.Unlock()
 	e.sent = e.sent[:0]
+	qp.deliver()
 }
 
 // sendTerminate sends a Terminate as the last FPDU of the stream.

@@ -50,7 +50,9 @@ func TestControl_RFC5041_4_1(t *testing.T) {
 }
 
 // The byte strings are the DDP headers (after the MPA length) of FPDUs that
-// Linux siw sent or that siw-wire.md §2.6/§4.2 lists.
+// Linux siw sent (internal/capture/testdata) or that follow its header
+// layouts: the RTR of siw_qp_mpa_rts() and the iwarp_pktinfo[] templates
+// in siw_qp.c.
 func TestTagged_RFC5041_4_Bytes(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

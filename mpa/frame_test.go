@@ -25,8 +25,8 @@ const (
 	repKeyHex = "4d 50 41 20 49 44 20 52 65 70 20 46 72 61 6d 65"
 )
 
-// Frames copied from the byte dumps in the siw lab logs
-// (internal/capture/testdata/mpa-*-host.txt).
+// Frames copied from the byte dumps in the logs recorded with the siw
+// captures (internal/capture/testdata/mpa-*-host.txt).
 var goldenFrames = []struct {
 	name string
 	hex  string

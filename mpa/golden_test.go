@@ -27,8 +27,9 @@ const (
 	badRequest         // the Request itself does not parse
 )
 
-// goldenFile is what an independent script (testdata/pcap-summary.txt,
-// from the siw lab) and tshark 4.0.17 report for a capture.
+// goldenFile is what the summary recorded with the captures
+// (internal/capture/testdata/pcap-summary.txt) and tshark 4.0.17 report
+// for a capture.
 type goldenFile struct {
 	file string
 	// per connection, in capture order: this package's verdict on the

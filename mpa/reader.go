@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // ReaderConfig selects the FPDU options negotiated for the direction a
@@ -60,6 +64,15 @@ type Reader struct {
 	empty  int   // consecutive reads that returned nothing and no error
 
 	m markerState
+
+	// Direct payload reads on a socket use readv: the payload goes to the
+	// caller and whatever follows it (pad, CRC, the next FPDU's header)
+	// into the buffer, one system call instead of two.
+	raw   syscall.RawConn
+	iov   [2]unix.Iovec
+	readv func(fd uintptr) bool
+	rvN   int
+	rvErr error
 }
 
 // NewReader returns a Reader of the FPDU stream in r.
@@ -72,6 +85,12 @@ func NewReader(r io.Reader, cfg ReaderConfig) *Reader {
 	}
 	cfg.BufferSize = max(cfg.BufferSize, 1024)
 	rd := &Reader{r: r, cfg: cfg, buf: make([]byte, cfg.BufferSize)}
+	if sc, ok := r.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			rd.raw = rc
+			rd.readv = rd.readvNow
+		}
+	}
 	if cfg.Markers {
 		rd.m.init(cfg.BufferSize)
 	}
@@ -148,7 +167,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 	}
 	p = p[:min(len(p), r.remain)]
 	if r.wp == r.rp && len(p) >= directRead && !r.cfg.Markers && r.ioErr == nil {
-		n, err := r.r.Read(p)
+		n, err := r.readDirect(p)
 		if n > 0 {
 			if r.cfg.CRC {
 				r.crc = crc32.Update(r.crc, castagnoli, p[:n])
@@ -359,4 +378,52 @@ func (r *Reader) torn() error {
 func (r *Reader) fail(err error) error {
 	r.broken = err
 	return err
+}
+
+// readDirect reads payload into p, bypassing the buffer; on a socket the
+// bytes after p land in the (empty) buffer in the same system call.
+func (r *Reader) readDirect(p []byte) (int, error) {
+	if r.raw == nil {
+		return r.r.Read(p)
+	}
+	r.rp, r.wp = 0, 0
+	r.iov[0] = unix.Iovec{Base: &p[0], Len: uint64(len(p))}
+	r.iov[1] = unix.Iovec{Base: &r.buf[0], Len: uint64(len(r.buf))}
+	r.rvN, r.rvErr = 0, nil
+	err := r.raw.Read(r.readv)
+	r.iov[0] = unix.Iovec{} // do not keep the caller's memory reachable
+	if err == nil {
+		err = r.rvErr
+	}
+	if err != nil {
+		return 0, err
+	}
+	n := r.rvN
+	if n == 0 {
+		return 0, io.EOF
+	}
+	if n > len(p) {
+		r.wp = n - len(p)
+		n = len(p)
+	}
+	return n, nil
+}
+
+// readvNow is RawConn.Read's callback: one readv, waiting (false) only
+// while the socket has nothing to read.
+func (r *Reader) readvNow(fd uintptr) bool {
+	for {
+		n, _, e := unix.Syscall(unix.SYS_READV, fd, uintptr(unsafe.Pointer(&r.iov[0])), uintptr(len(r.iov)))
+		switch {
+		case e == 0:
+			r.rvN = int(n)
+		case errors.Is(e, unix.EINTR):
+			continue
+		case errors.Is(e, unix.EAGAIN):
+			return false
+		default:
+			r.rvErr = e
+		}
+		return true
+	}
 }

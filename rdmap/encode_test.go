@@ -7,8 +7,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Expected bytes are siw's control pairs and header layouts from
-// siw-wire.md §4.2, and values seen in mpa-host-client.pcap (round 15).
+// Expected bytes are the control pairs and header layouts Linux siw uses
+// (drivers/infiniband/sw/siw/iwarp.h header structs, the iwarp_pktinfo[]
+// templates in siw_qp.c), and the Read Request values of round 15 in
+// internal/capture/testdata/mpa-host-client-host.txt.
 func TestEncoders_RFC5040_4_Bytes(t *testing.T) {
 	for _, tc := range []struct {
 		name string

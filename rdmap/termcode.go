@@ -164,7 +164,9 @@ func (c TermCode) Defined() bool {
 
 // Known reports whether c is registered, or is an MPA error sent with
 // error type 3 instead of 0 — the form irdma, i40iw, nes, cxgb3 and cxgb4
-// send (layer 2, the DDP "reserved for the LLP" type; error-codes.md §1.4).
+// send (layer 2 with DDP_LLP, the DDP "reserved for the LLP" type:
+// irdma_bld_terminate_hdr() in irdma/ctrl.c, build_term_codes() in
+// cxgb4/qp.c).
 func (c TermCode) Known() bool {
 	if c.Defined() {
 		return true

@@ -9,8 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// registered lists every triple of the IANA RDDP registry (error-codes.md
-// §1.5) with a name fragment; "ALL" types are probed with two codes.
+// registered lists every triple of the IANA RDDP registry (RFC 6580;
+// registries rdmap-errors, ddp-errors, mpa-errors) with a name fragment;
+// "ALL" types are probed with two codes.
 var registered = []struct {
 	code TermCode
 	name string

@@ -73,8 +73,9 @@ func AppendTerminate(b []byte, t *Terminate) []byte {
 }
 
 // attachPolicy says which headers a Terminate with code c carries when
-// they are available (error-codes.md §5, the behaviour siw and irdma have
-// in common):
+// they are available (the behaviour Linux siw, siw_send_terminate() in
+// siw_qp.c, and irdma, irdma_bld_termhdr_ddp_rdma() in ctrl.c, have in
+// common):
 //   - LLP errors, RDMAP local catastrophic errors and version errors
 //     (DDP 1/1/0x04, 1/2/0x06, RDMAP 0/2/0x05): nothing; a header with an
 //     unknown version cannot be interpreted.

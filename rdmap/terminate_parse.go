@@ -15,8 +15,11 @@ const (
 	LayoutRFC Layout = iota
 	// LayoutSIW is what Linux siw sends from little-endian hosts: its C
 	// bit-fields put byte 0 = etype<<4 | layer and M/D/R at 0x01/0x02/0x04
-	// of byte 2 (siw-wire.md §4.9, error-codes.md §1.2). urdma puts its
-	// M/D/R flags at the same bits.
+	// of byte 2 (struct iwarp_terminate in drivers/infiniband/sw/siw/iwarp.h,
+	// declared layer:4, etype:4, ecode:8, flag_m, flag_d, flag_r under
+	// __LITTLE_ENDIAN_BITFIELD; mpa-host-client.pcap shows it). urdma puts
+	// its M/D/R flags at the same bits (rdmap_hdrct_m/_d/_r = 1/2/4 in its
+	// include/proto.h).
 	LayoutSIW
 )
 

@@ -23,7 +23,9 @@ func TestAppendTerminate_RFC5040_4_Layout(t *testing.T) {
 		err  error
 		want string
 	}{
-		// error-codes.md §6 vectors, checked there with tshark.
+		// RFC-layout bytes: Wireshark reads the control word with the same
+		// masks (epan/dissectors/packet-iwarp-ddp-rdmap.c: IWARP_LAYER 0xF0,
+		// IWARP_ETYPE 0x0F, IWARP_HDRCT_M/D/R 0x80/0x40/0x20).
 		{"MPA CRC, nothing attached", mpaLike{}, termHdr + "20020000"},
 		{"DDP no buffer with a zero-length Send's header",
 			ddp.NewError(ddp.ErrUntaggedNoBuffer, send, 18),
@@ -104,11 +106,15 @@ func TestParseTerminate_SIWLayout(t *testing.T) {
 		hasRR   bool
 		rfcCode TermCode
 	}{
-		// Captured from siw (mpa-host-client.pcap, rounds 20 and 21).
+		// Captured from siw (mpa-host-client.pcap, rounds 20 and 21 of
+		// internal/capture/testdata/mpa-host-client-host.txt).
 		{"captured CRC error", siwTerminate(t, "02020000"), LayoutSIW, CodeMPACRC, false, false, false, 0, 0, false, 0x0202},
 		{"captured invalid STag on a Read Response", siwTerminate(t, "11000300 0040 c142 3e739b00 0000564f606d5550"),
 			LayoutSIW, CodeDDPInvalidSTag, true, true, false, 64, 14, false, 0x1100},
-		// Words from error-codes.md §1.2 (siw's struct compiled on x86-64).
+		// Words siw's struct iwarp_terminate (iwarp.h) gives on x86-64: its
+		// __LITTLE_ENDIAN_BITFIELD order is layer:4, etype:4, ecode:8,
+		// flag_m, flag_d, flag_r, and bit-fields fill from the least
+		// significant bit there.
 		{"untagged no buffer, M, D", siwTerminate(t, "21020300 0010 4143 00000000 00000000 00000001 00000000"),
 			LayoutSIW, CodeDDPNoBuffer, true, true, false, 16, 18, false, 0x2102},
 		{"access rights on a Read Request, M, D, R", siwTerminate(t, "10020700 0000 4141 00000000 00000001 00000001 00000000"+

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/dissect"
+	"github.com/iwarp-go/iwarp-go/dissect/tsharktest"
 	"github.com/iwarp-go/iwarp-go/rdmap"
 	"github.com/stretchr/testify/require"
 )
@@ -105,6 +106,23 @@ func TestDemo_Pcap(t *testing.T) {
 	// hello + Written ×2 + pings + goodbye, each with its 8-byte header.
 	require.Equal(t, 8+demoHello+2*8+demoPingsRecorded*8+8, payload[[2]int{up, int(rdmap.OpSend)}], "client Sends")
 	require.Equal(t, 8+rpingInfoLen+2*8+demoPingsRecorded*8, payload[[2]int{down, int(rdmap.OpSend)}], "server Sends")
+
+	// Wireshark reads the same capture: nothing malformed, every FPDU's CRC
+	// good (skipped without tshark, required in CI).
+	if !tsharktest.Available(t) {
+		return
+	}
+	require.Empty(t, tsharktest.Fields(t, path, "_ws.malformed", "frame.number"), "frames tshark finds malformed")
+	fpdus := 0
+	for _, p := range tsharktest.PDUs(t, path) {
+		crc, ok := p.MPA["iwarp_mpa.crc_check"]
+		if !ok {
+			continue // the MPA Request and Reply
+		}
+		fpdus++
+		require.Contains(t, crc.ShowName, "Good CRC32", "frame %d", p.Frame)
+	}
+	require.Equal(t, len(s.PDUs), fpdus, "tshark finds every FPDU")
 }
 
 func TestDemo_PcapUnwritable(t *testing.T) {

@@ -76,7 +76,10 @@ func (m *mpaFlags) options(def roleDefaults) ([]conn.Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []conn.Option{conn.WithCRC(crc)}
+	// rping and iwtest talk to rdma-core programs, which see the MPA
+	// private data exactly: send what the user gave, without iwarp-go's
+	// peer trailer.
+	opts := []conn.Option{conn.WithCRC(crc), conn.WithoutPeerTrailer()}
 	switch m.rev {
 	case 0:
 	case 1, 2:

@@ -65,8 +65,9 @@ func parseStream(t *testing.T, b []byte) (mpa.Frame, []message) {
 // checkRpingConversation checks a whole rping conversation: per iteration
 // the client sends its source advertisement, the server Reads the ping
 // from it, says go ahead, the client sends its sink advertisement, the
-// server Writes the ping back and says go ahead (siw-wire.md §3.2). It
-// returns the number of iterations.
+// server Writes the ping back and says go ahead (rdma-core
+// librdmacm/examples/rping.c: rping_test_client(), rping_test_server()).
+// It returns the number of iterations.
 func checkRpingConversation(t *testing.T, up, down []message, size int) int {
 	t.Helper()
 	// In peer-to-peer mode the client opens with an RTR: a zero-length

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"net/netip"
+	"slices"
 	"sort"
 )
 
@@ -194,32 +195,35 @@ func (d *dirState) assemble() *Stream {
 	return st
 }
 
-// insertUncovered adds the parts of [off,end) that no chunk covers yet.
+// insertUncovered adds the parts of [off,end) that no chunk covers yet,
+// keeping chunks sorted. In-order segments (the common case) append in
+// constant time; others find their place by binary search, so a capture
+// of many segments reassembles in about n log n, not n².
 func insertUncovered(chunks []chunk, off, end int64, frame int, data []byte) []chunk {
-	var add []chunk
+	if off >= end {
+		return chunks
+	}
+	if n := len(chunks); n == 0 || off >= chunks[n-1].end {
+		return append(chunks, chunk{off: off, end: end, frame: frame, data: data})
+	}
+	// The first chunk that ends after off; everything before it is
+	// entirely below the new range.
+	i := sort.Search(len(chunks), func(i int) bool { return chunks[i].end > off })
 	cur := off
-	for _, c := range chunks {
-		if c.end <= cur {
-			continue
-		}
+	for i < len(chunks) && cur < end {
+		c := chunks[i]
 		if c.off >= end {
 			break
 		}
 		if c.off > cur {
-			add = append(add, chunk{off: cur, end: c.off, frame: frame, data: data[cur-off : c.off-off]})
+			chunks = slices.Insert(chunks, i, chunk{off: cur, end: c.off, frame: frame, data: data[cur-off : c.off-off]})
+			i++
 		}
 		cur = max(cur, c.end)
-		if cur >= end {
-			break
-		}
+		i++
 	}
 	if cur < end {
-		add = append(add, chunk{off: cur, end: end, frame: frame, data: data[cur-off:]})
+		chunks = slices.Insert(chunks, i, chunk{off: cur, end: end, frame: frame, data: data[cur-off:]})
 	}
-	if len(add) == 0 {
-		return chunks
-	}
-	chunks = append(chunks, add...)
-	sort.Slice(chunks, func(i, j int) bool { return chunks[i].off < chunks[j].off })
 	return chunks
 }
