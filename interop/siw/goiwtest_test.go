@@ -110,8 +110,9 @@ func TestGoIwtestLarge(t *testing.T) {
 // TestGoRejectWithPrivateData: iwarp-go as responder rejects the C
 // program's connection with private data; the C client sees the reject
 // and the private data, and the Go side saw the client's. The reject is
-// repeated: whether siw hands the private data up depends on timing (see
-// rejectCloseBug; between none in ten and one in three were lost, by load).
+// repeated: a responder that closes too early loses the private data only
+// now and then (see rejectCloseBug; between none in ten and one in three,
+// by load).
 func TestGoRejectWithPrivateData(t *testing.T) {
 	const tries = 20
 	ctx := scenario(t, 5*time.Minute)
@@ -153,11 +154,10 @@ func TestGoRejectWithPrivateData(t *testing.T) {
 	assert.Zero(t, lost, "%d of %d rejects reached the C program without their private data: %s", lost, tries, rejectCloseBug)
 }
 
-// rejectCloseBug explains the private data lost from iwarp-go's rejects;
-// docs/interop.md lists it under known problems.
-const rejectCloseBug = "conn's ConnRequest.Reject closes the TCP connection right after writing the Reply; a siw initiator " +
-	"that sees the FIN that soon reports the reject without the Reply's private data (with the close delayed by 200 ms " +
-	"every reject kept it)"
+// rejectCloseBug says what a loss of a reject's private data has meant:
+// docs/interop.md, "Problems found" 3.
+const rejectCloseBug = "a siw initiator that sees the responder's FIN right behind the reject Reply can report the reject " +
+	"without its private data; conn's ConnRequest.Reject must wait for the initiator to close"
 
 // TestGoPrivateDataAndIRDORD: private data both ways between iwarp-go and
 // siw, and the IRD/ORD each side advertises reach the other.
@@ -299,10 +299,10 @@ func TestGoTerminateToSiw(t *testing.T) {
 	assert.Regexp(t, `^(1|0x0*1)\t(1|0x0*1)\t(1|0x0*1)$`, strings.TrimSpace(got), "tshark: layer DDP, tagged buffer error, base or bounds")
 }
 
-// trailerBug explains the failures that iwarp-go's peer trailer causes;
-// docs/interop.md lists it under known problems.
-const trailerBug = "conn appends its 8-byte iwarp-go trailer (\"iWGo\" 01 00 00 00, conn/peer.go) to every MPA Request's " +
-	"private data, and siw hands it to the application with the rest"
+// trailerBug says what a failure of the private-data checks has meant:
+// docs/interop.md, "Problems found" 1 and 2.
+const trailerBug = "the private data must arrive exactly as sent: iwarp-go's 8-byte peer trailer (\"iWGo\" 01 00 00 00, " +
+	"conn/peer.go) must not reach a siw application; iwtest sends with conn.WithoutPeerTrailer"
 
 // TestGoPrivateDataLimit: 251 bytes of private data, the most siw handles
 // (its 8-bit length wraps above that once the 4-byte IRD/ORD block is
