@@ -139,8 +139,8 @@ type IRDORD struct {
 	IRD uint16 `json:"ird"`
 	ORD uint16 `json:"ord"`
 	P2P bool   `json:"p2p"`
-	// RTR is the RTR types offered (Request) or chosen (Reply): "send",
-	// "write", "read", joined by "|"; empty for none.
+	// RTR is the RTR types offered (Request) or chosen (Reply): "Write",
+	// "Read", "Send", joined by "|"; "none" for none (mpa.RTR.String).
 	RTR string `json:"rtr,omitempty"`
 }
 
