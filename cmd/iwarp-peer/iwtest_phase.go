@@ -291,26 +291,8 @@ func (e *iwtEndpoint) clientPhase(ctx context.Context, ph *iwtPhase) (iwtStatus,
 			return st, err
 		}
 	default: // sends
-		var inv *conn.MR
-		if ph.test == iwtSendInv {
-			var err error
-			if inv, err = e.regInv(); err != nil {
-				return fatal(err)
-			}
-			r := inv.Remote(0)
-			begin.Addr, begin.STag, begin.Len = r.TO, uint32(r.STag), iwtInvRegion
-		}
-		l, err := e.armDataRecv(ph)
-		if err == nil {
-			err = e.sendCtrl(ctx, begin)
-		}
-		if err != nil {
-			e.dropInv(inv)
-			return fatal(err)
-		}
-		st, err = e.checkDataRecv(ctx, ph, &l, inv)
-		e.dropInv(inv)
-		if err != nil {
+		var err error
+		if st, err = e.sinkOfSend(ctx, ph, begin); err != nil {
 			return st, err
 		}
 	}
@@ -360,27 +342,11 @@ func (e *iwtEndpoint) serverPhase(ctx context.Context, ph *iwtPhase, m1 *iwtMsg)
 			st = e.checkSink(&l, ph)
 		default: // sends
 			out := ph.msg(iwtGo, iwtOK)
-			var inv *conn.MR
 			if ph.test == iwtSendInv {
-				var err error
-				if inv, err = e.regInv(); err != nil {
-					return fatal(err)
-				}
-				r := inv.Remote(0)
-				out.Type = iwtBuf
-				out.Addr, out.STag, out.Len = r.TO, uint32(r.STag), iwtInvRegion
+				out.Type = iwtBuf // GO becomes BUF, carrying the region to invalidate
 			}
-			l, err := e.armDataRecv(ph)
-			if err == nil {
-				err = e.sendCtrl(ctx, out)
-			}
-			if err != nil {
-				e.dropInv(inv)
-				return fatal(err)
-			}
-			st, err = e.checkDataRecv(ctx, ph, &l, inv)
-			e.dropInv(inv)
-			if err != nil {
+			var err error
+			if st, err = e.sinkOfSend(ctx, ph, out); err != nil {
 				return st, err
 			}
 		}
@@ -432,4 +398,29 @@ func (e *iwtEndpoint) serverPhase(ctx context.Context, ph *iwtPhase, m1 *iwtMsg)
 		return fatal(err)
 	}
 	return st, nil
+}
+
+// sinkOfSend is the receiving side of a send phase: for send_inv it
+// registers the region the peer is to invalidate and advertises it in msg;
+// it posts the data receive, sends msg (the message that lets the peer
+// send) and checks the data message that arrives.
+func (e *iwtEndpoint) sinkOfSend(ctx context.Context, ph *iwtPhase, msg iwtMsg) (iwtStatus, error) {
+	var inv *conn.MR
+	if ph.test == iwtSendInv {
+		var err error
+		if inv, err = e.regInv(); err != nil {
+			return iwtStatusOf(err), err
+		}
+		r := inv.Remote(0)
+		msg.Addr, msg.STag, msg.Len = r.TO, uint32(r.STag), iwtInvRegion
+	}
+	defer e.dropInv(inv)
+	l, err := e.armDataRecv(ph)
+	if err == nil {
+		err = e.sendCtrl(ctx, msg)
+	}
+	if err != nil {
+		return iwtStatusOf(err), err
+	}
+	return e.checkDataRecv(ctx, ph, &l, inv)
 }
