@@ -85,7 +85,7 @@ type engine struct {
 	sendMSN    uint32
 	rreqMSN    uint32
 	preferIRQ  bool
-	sent       []sentMsg // messages whose last FPDU awaits the flush
+	sent       []uint32 // SQ counters of messages whose last FPDU awaits the flush
 
 	// Guarded by qp.mu.
 	orq              []orqEntry
@@ -120,11 +120,6 @@ type engine struct {
 	rxDone chan struct{}
 }
 
-type sentMsg struct {
-	kind txKind
-	ctr  uint32
-}
-
 // rxAction is what a received FPDU does once its CRC is verified.
 type rxAction uint8
 
@@ -157,7 +152,7 @@ func newEngine(qp *QP, c net.Conn, res *mpa.Result, cfg *config, peerIsGo bool) 
 		pieces:     make([][]byte, 0, MaxSGE),
 		sendMSN:    1,
 		rreqMSN:    1,
-		sent:       make([]sentMsg, 0, maxBatchFPDUs),
+		sent:       make([]uint32, 0, maxBatchFPDUs),
 		uq:         ddp.NewUntaggedQueues(rdmap.NumQueues),
 		txDone:     make(chan struct{}),
 		drained:    make(chan struct{}),

@@ -135,11 +135,9 @@ var ErrMRBusy = stag.ErrBusy
 // Deregister releases the region. It fails with ErrMRBusy while posted work
 // requests name it.
 func (mr *MR) Deregister() error {
-	if err := mr.r.Deregister(); err != nil {
-		if errors.Is(err, stag.ErrBusy) {
-			return ErrMRBusy
-		}
+	err := mr.r.Deregister()
+	if err != nil && !errors.Is(err, ErrMRBusy) {
 		return fmt.Errorf("iwarp: deregister: %w", err)
 	}
-	return nil
+	return err // nil, or ErrMRBusy itself
 }

@@ -279,7 +279,7 @@ func (e *engine) frameSegment() {
 			e.qp.checkDrainedLocked()
 			e.qp.mu.Unlock()
 		} else {
-			e.sent = append(e.sent, sentMsg{kind: e.cur, ctr: e.curCtr})
+			e.sent = append(e.sent, e.curCtr) // a send-queue message
 		}
 		e.cur = txNone
 	}
@@ -294,8 +294,8 @@ func (e *engine) afterFlush() {
 	}
 	qp := e.qp
 	qp.mu.Lock()
-	for _, m := range e.sent {
-		qp.sq[slot(m.ctr, len(qp.sq))].done = true
+	for _, ctr := range e.sent {
+		qp.sq[slot(ctr, len(qp.sq))].done = true
 	}
 	qp.completeSQLocked()
 	qp.mu.Unlock()
