@@ -10,7 +10,6 @@ import (
 	"github.com/iwarp-go/iwarp-go/ddp"
 	"github.com/iwarp-go/iwarp-go/mpa"
 	"github.com/iwarp-go/iwarp-go/rdmap"
-	"github.com/iwarp-go/iwarp-go/stag"
 )
 
 // ErrPeerClosed is QP.Err after the peer closed the connection (TCP FIN at
@@ -253,21 +252,4 @@ func (e *engine) finish() {
 	qp.mu.Unlock()
 	qp.deliver()
 	close(qp.finished)
-}
-
-// stag conversions between packages.
-func placementFailure(f stag.Failure) ddp.PlacementFailure {
-	switch f {
-	case stag.Invalidated:
-		return ddp.FailInvalidated
-	case stag.PDMismatch:
-		return ddp.FailNotAssociated
-	case stag.AccessRights:
-		return ddp.FailAccessRights
-	case stag.BaseBounds:
-		return ddp.FailBaseBounds
-	case stag.TOWrap:
-		return ddp.FailTOWrap
-	}
-	return ddp.FailInvalidSTag
 }

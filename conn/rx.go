@@ -9,6 +9,7 @@ import (
 	"github.com/iwarp-go/iwarp-go/mpa"
 	"github.com/iwarp-go/iwarp-go/rdmap"
 	"github.com/iwarp-go/iwarp-go/stag"
+	"github.com/iwarp-go/iwarp-go/termcode"
 )
 
 // errStop ends the receiver after a Terminate from the peer was handled.
@@ -95,7 +96,7 @@ func (e *engine) rxWrite(h *rdmap.Header, n int) error {
 	}
 	dst, f := e.qp.pd.pd.Lookup(stag.STag(ts.STag), ts.TO, uint64(ts.Len), stag.RemoteWrite)
 	if f != stag.OK {
-		return rdmap.NewError(rdmap.WriteCondition(placementFailure(f)), e.rxHdr[:h.Len], n, nil)
+		return rdmap.NewError(conditionFor(useWriteSink, f), e.rxHdr[:h.Len], n, nil)
 	}
 	return e.r.ReadFull(dst)
 }
@@ -204,7 +205,7 @@ func (e *engine) rxReadRequest(h *rdmap.Header, n int) error {
 		var f stag.Failure
 		src, f = qp.pd.pd.Lookup(stag.STag(rr.SrcSTag()), rr.SrcTO(), size, stag.RemoteRead)
 		if f != stag.OK {
-			return rdmap.NewError(rdmap.ReadReqSourceCondition(placementFailure(f)), e.rxHdr[:h.Len], n, rr)
+			return rdmap.NewError(conditionFor(useReadSource, f), e.rxHdr[:h.Len], n, rr)
 		}
 	}
 	e.rxPend = rxPending{action: rxQueueRead, irq: irqEntry{src: src, sinkSTag: rr.SinkSTag(), sinkTO: rr.SinkTO()}}
@@ -235,10 +236,8 @@ func (e *engine) commit(h *rdmap.Header, n int) error {
 		if p.flags&WCWithInv != 0 {
 			switch f := qp.pd.pd.RemoteInvalidate(stag.STag(p.invSTag)); f {
 			case stag.OK:
-			case stag.CannotInvalidatePD:
-				return rdmap.NewError(rdmap.SendInvProtection, e.rxHdr[:h.Len], n, nil)
 			default:
-				return rdmap.NewError(rdmap.SendInvCannotInvalidate, e.rxHdr[:h.Len], n, nil)
+				return rdmap.NewError(conditionFor(useInvalidate, f), e.rxHdr[:h.Len], n, nil)
 			}
 		}
 		qp.mu.Lock()
@@ -312,7 +311,7 @@ func (e *engine) openTx() {
 
 // receiveFailed ends the connection after the receiver stopped.
 func (e *engine) receiveFailed(err error) {
-	var coded interface{ TerminateCode() uint16 }
+	var coded termcode.Code
 	switch {
 	case err == errStop:
 	case errors.Is(err, io.EOF):

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/iwarp-go/iwarp-go/termcode"
 	"github.com/stretchr/testify/require"
 )
 
@@ -300,8 +301,8 @@ func TestReader_CRCErrorIsReportedAndStreamContinues(t *testing.T) {
 	require.ErrorIs(t, err, ErrCRC)
 	var pe *Error
 	require.ErrorAs(t, err, &pe)
-	require.Equal(t, CodeCRC, pe.Code)
-	require.Equal(t, uint16(0x2002), pe.TerminateCode())
+	require.Equal(t, termcode.MPACRC, pe.Code)
+	require.Equal(t, termcode.Code(0x2002), pe.Code)
 	u, err := r.ReadFPDU(buf)
 	require.NoError(t, err)
 	require.Equal(t, append(tagged(3, 3), "next"...), u)
@@ -317,7 +318,7 @@ func TestReader_ULPDUOverLimit(t *testing.T) {
 	r := NewReader(bytes.NewReader(stream), ReaderConfig{MaxULPDU: 100})
 	_, err := r.Next()
 	require.ErrorIs(t, err, ErrULPDULength)
-	require.Equal(t, uint16(0x2003), err.(*Error).TerminateCode())
+	require.Equal(t, termcode.Code(0x2003), err.(*Error).Code)
 	_, err = r.Next()
 	require.ErrorIs(t, err, ErrULPDULength, "the stream stays broken")
 }
@@ -340,7 +341,7 @@ func TestReader_TornStream(t *testing.T) {
 				continue
 			}
 			require.ErrorIs(t, err, ErrConnectionLost, "cut %d markers %v", cut, markers)
-			require.Equal(t, uint16(0x2001), err.(*Error).TerminateCode())
+			require.Equal(t, termcode.Code(0x2001), err.(*Error).Code)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/iwarp-go/iwarp-go/termcode"
 	"github.com/stretchr/testify/require"
 )
 
@@ -129,8 +130,8 @@ func TestParseFrame_Malformed(t *testing.T) {
 			require.ErrorIs(t, err, tc.want)
 			var pe *Error
 			require.ErrorAs(t, err, &pe)
-			require.Equal(t, CodeInvalidFrame, pe.Code)
-			require.Equal(t, uint16(0x2004), pe.TerminateCode())
+			require.Equal(t, termcode.MPAInvalidFrame, pe.Code)
+			require.Equal(t, termcode.Code(0x2004), pe.Code)
 		})
 	}
 }
@@ -193,7 +194,7 @@ func TestReadFrame_TornIsConnectionLost(t *testing.T) {
 		require.ErrorIs(t, err, ErrConnectionLost, "cut at %d", n)
 		var pe *Error
 		require.ErrorAs(t, err, &pe)
-		require.Equal(t, uint16(0x2001), pe.TerminateCode())
+		require.Equal(t, termcode.Code(0x2001), pe.Code)
 	}
 	// Other I/O errors are passed through, not turned into protocol errors.
 	boom := errors.New("boom")
@@ -251,25 +252,28 @@ func TestIRDORD_RFC6581_Bits(t *testing.T) {
 }
 
 func TestErrCode_Strings(t *testing.T) {
-	want := map[ErrCode]string{
-		CodeConnectionLost:    "TCP connection closed, terminated or lost",
-		CodeCRC:               "MPA CRC error",
-		CodeMarkerMismatch:    "MPA Marker and ULPDU Length field mismatch",
-		CodeInvalidFrame:      "invalid MPA Request or Reply frame",
-		CodeLocalCatastrophic: "local catastrophic error",
-		CodeInsufficientIRD:   "insufficient IRD resources",
-		CodeNoMatchingRTR:     "no matching RTR option",
-		0x09:                  "MPA error 0x09",
+	want := map[termcode.Code]string{
+		termcode.MPAConnectionLost:    "TCP connection closed, terminated, or lost",
+		termcode.MPACRC:               "MPA CRC Error",
+		termcode.MPAMarker:            "MPA Marker and ULPDU Length field mismatch",
+		termcode.MPAInvalidFrame:      "Invalid MPA Request Frame or MPA Response Frame",
+		termcode.MPALocalCatastrophic: "Local catastrophic error",
+		termcode.MPAInsufficientIRD:   "Insufficient IRD resources",
+		termcode.MPANoMatchingRTR:     "No matching RTR option",
+		0x2009:                        "unknown code",
 	}
 	for c, s := range want {
-		require.Equal(t, s, c.String())
-		require.Equal(t, 0x2000|uint16(c), c.TerminateCode())
+		require.Contains(t, c.String(), s)
+		require.Equal(t, termcode.LLP, c.Layer())
+		require.Zero(t, c.EType())
 	}
-	e := &Error{Code: CodeCRC, Err: ErrCRC, Detail: "FPDU 3"}
-	require.Equal(t, "mpa: CRC mismatch: FPDU 3 (MPA error 0x02, MPA CRC error)", e.Error())
-	var tc interface{ TerminateCode() uint16 }
-	require.True(t, errors.As(error(e), &tc))
-	require.Equal(t, uint16(0x2002), tc.TerminateCode())
+	e := &Error{Code: termcode.MPACRC, Err: ErrCRC, Detail: "FPDU 3"}
+	require.Equal(t, "mpa: CRC mismatch: FPDU 3 (LLP MPA Error: MPA CRC Error (2/0/0x02))", e.Error())
+	var c termcode.Code
+	require.True(t, errors.As(error(e), &c))
+	require.Equal(t, termcode.Code(0x2002), c)
+	require.ErrorIs(t, e, ErrCRC)
+	require.ErrorIs(t, e, termcode.MPACRC)
 }
 
 func FuzzParseFrame(f *testing.F) {
@@ -289,7 +293,7 @@ func FuzzParseFrame(f *testing.F) {
 		rf, rerr := ReadFrame(bytes.NewReader(b), MaxPrivateData)
 		if err != nil {
 			var pe *Error
-			if !errors.As(err, &pe) || pe.Code != CodeInvalidFrame {
+			if !errors.As(err, &pe) || pe.Code != termcode.MPAInvalidFrame {
 				t.Fatalf("parse error %v is not an invalid-frame *Error", err)
 			}
 			if rerr == nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/iwarp-go/iwarp-go/internal/capture"
+	"github.com/iwarp-go/iwarp-go/termcode"
 	"github.com/stretchr/testify/require"
 )
 
@@ -157,7 +158,7 @@ func readFPDUs(t *testing.T, st *capture.Stream, off int, crc bool) []streamFPDU
 		f.crcErr = r.End()
 		if f.crcErr != nil {
 			require.ErrorIs(t, f.crcErr, ErrCRC)
-			require.Equal(t, uint16(0x2002), f.crcErr.(*Error).TerminateCode())
+			require.Equal(t, termcode.Code(0x2002), f.crcErr.(*Error).Code)
 		}
 		out = append(out, f)
 		pos = end

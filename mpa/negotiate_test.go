@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/iwarp-go/iwarp-go/termcode"
 	"github.com/stretchr/testify/require"
 )
 
@@ -36,7 +37,7 @@ func wire(t *testing.T, f Frame) Frame {
 	return g
 }
 
-func code(t *testing.T, err error) ErrCode {
+func code(t *testing.T, err error) termcode.Code {
 	t.Helper()
 	var pe *Error
 	require.ErrorAs(t, err, &pe)
@@ -86,7 +87,7 @@ func TestNegotiate_RFC5044_7_1_CRCModes(t *testing.T) {
 	rep := Frame{Kind: KindReply, Rev: 2, Flags: FlagEnhanced, HasIRDORD: true}
 	_, err = CheckReply(&Config{CRC: CRCRequired}, &req, &rep)
 	require.ErrorIs(t, err, ErrCRCRequired)
-	require.Equal(t, CodeInvalidFrame, code(t, err))
+	require.Equal(t, termcode.MPAInvalidFrame, code(t, err))
 	res, err := CheckReply(&Config{CRC: CRCPreferred}, &req, &rep)
 	require.NoError(t, err)
 	require.False(t, res.CRC)
@@ -164,7 +165,7 @@ func TestNegotiate_RFC6581_Revisions(t *testing.T) {
 		req := Frame{Kind: KindRequest, Rev: 1}
 		_, err := CheckReply(&Config{Revision: 1}, &req, &req)
 		require.ErrorIs(t, err, ErrBadKey)
-		require.Equal(t, uint16(0x2004), err.(*Error).TerminateCode(), "siw sends LLP/MPA/0x04 for a wrong reply key")
+		require.Equal(t, termcode.Code(0x2004), err.(*Error).Code, "siw sends LLP/MPA/0x04 for a wrong reply key")
 	})
 }
 
@@ -195,7 +196,7 @@ func TestNegotiate_RFC5044_5_MarkersPerDirection(t *testing.T) {
 	// An initiator that refuses markers fails on a Reply with M (siw does).
 	_, _, err = negotiate(t, &Config{RefuseMarkers: true}, &Config{RequestMarkers: true}, nil, nil)
 	require.ErrorIs(t, err, ErrMarkersRefused)
-	require.Equal(t, CodeInvalidFrame, code(t, err))
+	require.Equal(t, termcode.MPAInvalidFrame, code(t, err))
 }
 
 func TestNegotiate_RFC6581_IRDORD(t *testing.T) {
@@ -218,7 +219,7 @@ func TestNegotiate_RFC6581_IRDORD(t *testing.T) {
 	rep := Frame{Kind: KindReply, Rev: 2, Flags: FlagEnhanced, HasIRDORD: true, IRDORD: IRDORD{IRD: 8, ORD: 4}}
 	_, err = CheckReply(&Config{IRD: 2, ORD: 2}, &req, &rep)
 	require.ErrorIs(t, err, ErrInsufficientIRD)
-	require.Equal(t, uint16(0x2006), err.(*Error).TerminateCode())
+	require.Equal(t, termcode.Code(0x2006), err.(*Error).Code)
 
 	// siw's answer to a 500/500 request (mpa-host-client round 5) is 128/128.
 	req = Frame{Kind: KindRequest, Rev: 2, Flags: FlagEnhanced, HasIRDORD: true, IRDORD: IRDORD{IRD: 128, ORD: 128}}
@@ -275,7 +276,7 @@ func TestNegotiate_RFC6581_PeerToPeerRTR(t *testing.T) {
 			ires, rres, err := negotiate(t, ini, resp, nil, nil)
 			if tc.err != nil {
 				require.ErrorIs(t, err, tc.err)
-				require.Equal(t, CodeNoMatchingRTR, code(t, err))
+				require.Equal(t, termcode.MPANoMatchingRTR, code(t, err))
 				require.True(t, err.(*Error).RejectReply)
 				return
 			}
@@ -303,7 +304,7 @@ func TestNegotiate_RFC6581_PeerToPeerRTR(t *testing.T) {
 			rep := Frame{Kind: KindReply, Rev: 2, Flags: FlagEnhanced, HasIRDORD: true, IRDORD: IRDORD{P2P: true, RTR: rtr}}
 			_, err := CheckReply(&Config{P2P: true, RTR: RTRWrite}, &req, &rep)
 			require.ErrorIs(t, err, ErrNoMatchingRTR, "reply RTR %s", rtr)
-			require.Equal(t, uint16(0x2007), err.(*Error).TerminateCode())
+			require.Equal(t, termcode.Code(0x2007), err.(*Error).Code)
 		}
 		// P2P in a reply to a request that did not ask for it.
 		plain, err := BuildRequest(&Config{}, nil)

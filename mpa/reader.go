@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/iwarp-go/iwarp-go/termcode"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -121,7 +123,7 @@ func (r *Reader) Next() (int, error) {
 		// Without markers the stream cannot be re-synchronised, so this
 		// ends it. siw reports a bad length field as LLP/MPA/0x03 (a
 		// length underflow, siw_get_hdr); the same code is used here.
-		return 0, r.fail(protoErr(CodeMarkerMismatch, ErrULPDULength, "ULPDU_Length %d, limit %d", n, r.cfg.MaxULPDU))
+		return 0, r.fail(protoErr(termcode.MPAMarker, ErrULPDULength, "ULPDU_Length %d, limit %d", n, r.cfg.MaxULPDU))
 	}
 	if err := r.consume(lengthLen); err != nil {
 		return 0, err
@@ -267,7 +269,7 @@ func (r *Reader) End() error {
 	}
 	r.inFPDU = false
 	if r.cfg.CRC && got != r.crc {
-		return protoErr(CodeCRC, ErrCRC, "FPDU with ULPDU_Length %d: field 0x%08x, computed 0x%08x", r.ulpdu, got, r.crc)
+		return protoErr(termcode.MPACRC, ErrCRC, "FPDU with ULPDU_Length %d: field 0x%08x, computed 0x%08x", r.ulpdu, got, r.crc)
 	}
 	return nil
 }
@@ -370,7 +372,7 @@ func (r *Reader) fill(n int, atStart bool) error {
 // other errors (deadlines, resets) are passed on wrapped.
 func (r *Reader) torn() error {
 	if errors.Is(r.ioErr, io.EOF) {
-		return r.fail(protoErr(CodeConnectionLost, ErrConnectionLost, "stream ended inside an FPDU"))
+		return r.fail(protoErr(termcode.MPAConnectionLost, ErrConnectionLost, "stream ended inside an FPDU"))
 	}
 	return fmt.Errorf("mpa: reading FPDU: %w", r.ioErr)
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iwarp-go/iwarp-go/termcode"
+
 	"github.com/iwarp-go/iwarp-go/ddp"
 	"github.com/iwarp-go/iwarp-go/internal/capture"
 	"github.com/iwarp-go/iwarp-go/mpa"
@@ -96,7 +98,7 @@ func fields(t *testing.T, f fpdu) []string {
 	if h.Op == rdmap.OpTerminate {
 		rt, err := rdmap.ParseTerminate(f.ulpdu)
 		require.NoError(t, err)
-		col[15] = fmt.Sprintf("0x%02x", rt.RFC.Code.Layer())
+		col[15] = fmt.Sprintf("0x%02x", uint8(rt.RFC.Code.Layer()))
 	}
 	return col
 }
@@ -228,15 +230,15 @@ func TestGolden_SiwTerminates(t *testing.T) {
 	crc := terms[0] // round 20: CRC corrupted on a CRC-on stream
 	require.True(t, crc.Conforming())
 	require.Equal(t, [4]byte{0x02, 0x02, 0x00, 0x00}, crc.Control)
-	require.Equal(t, rdmap.TermCode(0x0202), crc.RFC.Code, "what tshark shows: RDMA / Remote Operation / 0x02")
+	require.Equal(t, termcode.Code(0x0202), crc.RFC.Code, "what tshark shows: RDMA / Remote Operation / 0x02")
 	require.Equal(t, rdmap.LayoutSIW, crc.Layout)
-	require.Equal(t, rdmap.CodeMPACRC, crc.Code())
+	require.Equal(t, termcode.MPACRC, crc.Code())
 	require.False(t, crc.SegmentLenPresent)
 
 	stag := terms[1] // round 21: Read Response to an unknown STag
 	require.Equal(t, [4]byte{0x11, 0x00, 0x03, 0x00}, stag.Control)
 	require.Equal(t, rdmap.LayoutSIW, stag.Layout)
-	require.Equal(t, rdmap.CodeDDPInvalidSTag, stag.Code())
+	require.Equal(t, termcode.DDPTaggedInvalidSTag, stag.Code())
 	rd := stag.Chosen()
 	require.True(t, rd.M && rd.D && !rd.R)
 	require.Equal(t, uint16(64), stag.SegmentLen, "siw reports the payload length")
@@ -248,5 +250,5 @@ func TestGolden_SiwTerminates(t *testing.T) {
 
 	te := stag.Err()
 	require.True(t, te.Remote)
-	require.ErrorIs(t, te, &rdmap.TerminateError{Remote: true, Code: rdmap.CodeDDPInvalidSTag})
+	require.ErrorIs(t, te, &rdmap.TerminateError{Remote: true, Code: termcode.DDPTaggedInvalidSTag})
 }

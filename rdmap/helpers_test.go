@@ -2,9 +2,11 @@ package rdmap
 
 import (
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/iwarp-go/iwarp-go/termcode"
 	"github.com/stretchr/testify/require"
 )
 
@@ -14,3 +16,7 @@ func unhex(t testing.TB, s string) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+// mpaLikeErr stands for an error of the mpa package: any error whose chain
+// holds a termcode.Code.
+var mpaLikeErr = fmt.Errorf("mpa: bad CRC: %w", termcode.MPACRC)

@@ -3,6 +3,8 @@ package rdmap
 import (
 	"errors"
 	"net"
+
+	"github.com/iwarp-go/iwarp-go/termcode"
 )
 
 // TerminateError reports a stream ended by a Terminate, sent (Remote false)
@@ -11,7 +13,7 @@ import (
 // Terminate always ends the stream.
 type TerminateError struct {
 	Remote bool
-	Code   TermCode
+	Code   termcode.Code
 	// Terminate is what was sent (local), or the attachments found in what
 	// was received (remote).
 	Terminate Terminate
@@ -68,10 +70,11 @@ func (e *TerminateError) Is(target error) bool {
 	return ok && t.Code == e.Code && t.Remote == e.Remote
 }
 
-// Unwrap returns net.ErrClosed and, for a local Terminate, its cause.
+// Unwrap returns net.ErrClosed, the Terminate code and, for a local
+// Terminate, its cause.
 func (e *TerminateError) Unwrap() []error {
 	if e.Cause != nil {
-		return []error{net.ErrClosed, e.Cause}
+		return []error{net.ErrClosed, e.Code, e.Cause}
 	}
-	return []error{net.ErrClosed}
+	return []error{net.ErrClosed, e.Code}
 }

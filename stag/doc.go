@@ -16,9 +16,11 @@
 // sub-slice of registered memory the segment addresses, so the caller can read
 // the payload from the socket straight into it.
 //
-// Failures are reported as a Failure kind whose RDMAPCode and DDPTaggedCode
-// methods give the Terminate layer/type/code to send, so the wire mapping is
-// defined once, here.
+// Failures are reported as a Failure kind: what rule failed, not what goes
+// on the wire. The one mapping from a failure to the Terminate it causes
+// depends on what the peer's message asked of the region (an RDMA Write
+// sink, a Read Request source, a Send with Invalidate) and lives with the
+// connection engine (package conn, docs/rfc-notes/terminate.md).
 //
 // Memory safety in Go differs from an RNIC: the slice a lookup returns keeps
 // the region's memory alive, so a write that raced with Deregister still lands
