@@ -22,9 +22,14 @@
 // sink, a Read Request source, a Send with Invalidate) and lives with the
 // connection engine (package conn, docs/rfc-notes/terminate.md).
 //
-// Memory safety in Go differs from an RNIC: the slice a lookup returns keeps
-// the region's memory alive, so a write that raced with Deregister still lands
-// in the Go buffer the application registered (never outside it). Deregister
-// refuses to run while local work holds a reference (Region.Acquire), which is
-// how posted work requests keep their memory registered until they complete.
+// A remote access that is about to touch memory (placing a segment's
+// payload, sending a Read Response) takes a remote reference with
+// LookupRemote and drops it when done. Invalidate and Deregister change the
+// region's state at once, so that every later lookup fails, and report the
+// accesses still under way through Region.RemoteUses; package conn ends the
+// connections behind them and waits for the count to drop before its
+// Invalidate or Deregister returns, so that after a successful return no
+// peer reads or writes a byte of the memory. Deregister refuses to run while
+// local work holds a reference (Region.Acquire), which is how posted work
+// requests keep their memory registered until they complete.
 package stag
