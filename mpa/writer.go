@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"net"
+	"slices"
 	"syscall"
 	"unsafe"
 
@@ -51,6 +52,15 @@ type Writer struct {
 	queued int   // bytes queued since the last Flush
 	fpdus  int   // FPDUs queued since the last Flush
 	err    error // sticky write error
+
+	// Since the last time the queue was empty (reset): stream position
+	// then, bytes queued, bytes written, and the queue offset of each FPDU
+	// end — what Abandon needs to know whether the stream stopped at an
+	// FPDU boundary.
+	base  int64
+	total int
+	sent  int
+	ends  []int
 
 	// TryFlush: the socket, reusable iovecs, and the callback RawConn.Write
 	// runs (made once, so that TryFlush does not allocate).
@@ -121,6 +131,7 @@ func (w *Writer) End() error {
 		return fmt.Errorf("%w: End without Begin", ErrState)
 	}
 	w.open = false
+	start := w.pos
 	hdr := w.a.bytes(w.hdr)
 	binary.BigEndian.PutUint16(hdr, uint16(w.ulpdu))
 	pad := padLen(w.ulpdu)
@@ -146,6 +157,8 @@ func (w *Writer) End() error {
 		w.pos += int64(lengthLen + w.ulpdu + pad + crcLen)
 	}
 	w.fpdus++
+	w.total += int(w.pos - start)
+	w.ends = append(w.ends, w.total)
 	clear(w.pend) // drop references to the caller's memory early
 	w.pend = w.pend[:0]
 	return nil
@@ -369,6 +382,7 @@ func (w *Writer) consume(n int) {
 	if n == 0 {
 		return
 	}
+	w.sent += n
 	w.queued -= n
 	i := 0
 	for i < len(w.bufs) && n >= len(w.bufs[i]) {
@@ -392,6 +406,23 @@ func (w *Writer) reset() {
 	w.last = span{}
 	w.a.reset()
 	w.queued, w.fpdus = 0, 0
+	w.base, w.total, w.sent = w.pos, 0, 0
+	w.ends = w.ends[:0]
+}
+
+// Abandon drops every FPDU queued and not yet written, and the FPDU being
+// built. It reports whether the bytes already written end at an FPDU
+// boundary, that is, whether another FPDU (a Terminate) may still follow
+// on the stream; after a write error none may. The Writer stays usable
+// when it reports true.
+func (w *Writer) Abandon() bool {
+	w.abort()
+	atBoundary := w.err == nil && (w.sent == 0 || slices.Contains(w.ends, w.sent))
+	if atBoundary {
+		w.pos = w.base + int64(w.sent)
+	}
+	w.reset()
+	return atBoundary
 }
 
 // arenaChunk is the size of each block of header storage.

@@ -22,7 +22,25 @@ type TerminateError struct {
 	Received *ReceivedTerminate
 	// Cause is the local error that made us send the Terminate.
 	Cause error
+	// Delivery says, for a local Terminate, whether it reached the socket;
+	// DeliveryErr is why not.
+	Delivery    Delivery
+	DeliveryErr error
 }
+
+// Delivery is what became of a Terminate this side sends.
+type Delivery uint8
+
+const (
+	// DeliveryPending: the stream failed and the Terminate is on its way.
+	DeliveryPending Delivery = iota
+	// DeliverySent: the Terminate was written to the socket.
+	DeliverySent
+	// DeliveryFailed: it could not be sent (the peer stopped reading, the
+	// connection broke, or a write cut short left the stream in the middle
+	// of an FPDU); DeliveryErr says why.
+	DeliveryFailed
+)
 
 // LocalTerminateError returns the TerminateError for sending a Terminate
 // because of err (see NewTerminate). If err already is a *TerminateError it
@@ -56,7 +74,19 @@ func (e *TerminateError) Error() string {
 		}
 		return s
 	}
-	s := "rdmap: sent Terminate: " + e.Code.String()
+	var s string
+	switch e.Delivery {
+	case DeliverySent:
+		s = "rdmap: sent Terminate: " + e.Code.String()
+	case DeliveryFailed:
+		s = "rdmap: Terminate not sent"
+		if e.DeliveryErr != nil {
+			s += " (" + e.DeliveryErr.Error() + ")"
+		}
+		s += ": " + e.Code.String()
+	default:
+		s = "rdmap: sending Terminate: " + e.Code.String()
+	}
 	if e.Cause != nil {
 		s += ": " + e.Cause.Error()
 	}

@@ -247,7 +247,13 @@ func TestTerminateError_Local(t *testing.T) {
 	require.ErrorIs(t, te, &TerminateError{Code: termcode.DDPUntaggedNoBuffer})
 	m, d, r := te.Terminate.Flags()
 	require.True(t, m && d && !r)
-	require.Contains(t, te.Error(), "sent Terminate")
+	require.Contains(t, te.Error(), "sending Terminate", "not sent yet")
+	sent, failed := *te, *te
+	sent.Delivery = DeliverySent
+	failed.Delivery, failed.DeliveryErr = DeliveryFailed, errors.New("peer stopped reading")
+	require.Contains(t, sent.Error(), "sent Terminate")
+	require.Contains(t, failed.Error(), "Terminate not sent (peer stopped reading)")
+	require.ErrorIs(t, &failed, te, "delivery does not change what the Terminate is")
 	require.Same(t, te, LocalTerminateError(fmt.Errorf("wrapped: %w", te)))
 
 	plain := LocalTerminateError(errors.New("boom"))

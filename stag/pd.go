@@ -144,6 +144,17 @@ func (pd *PD) lookup(s STag, to, length uint64, need Access) (*Region, []byte, F
 	return r, r.buf[off : off+length : off+length], OK
 }
 
+// Find returns the region registered at s in this PD's table, whatever its
+// state or PD, or nil if s names none (unknown index, wrong key, freed).
+// It takes no lock.
+func (pd *PD) Find(s STag) *Region {
+	r := pd.t.load(s.Index())
+	if r == nil || wordSTag(r.word.Load()) != s || r.State() == StateFree {
+		return nil
+	}
+	return r
+}
+
 // LookupRemote is Lookup for an access the caller is about to carry out
 // (placing a segment's payload, sending a Read Response): on success it
 // also returns the region with a remote reference taken, which the caller
