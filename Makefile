@@ -5,6 +5,14 @@ FUZZ_BUDGET ?= 120
 # Per-target time for `make fuzz`.
 FUZZTIME ?= 60s
 
+# Library packages that must build, tests included, on every supported
+# system: `make vet` names each one, so a package that build tags leave empty
+# on some system fails there. Add every new library package here.
+PORTABLE_PKGS = ./mpa ./ddp ./rdmap ./stag ./conn ./dissect ./pcaptap ./cmd/iwarp-peer
+# The GOOS/GOARCH pairs they support.
+PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 \
+	windows/amd64 windows/arm64 freebsd/amd64 freebsd/arm64
+
 .PHONY: demo test unit fuzz fuzz-short bench interop vet
 
 # A client and a server over loopback: Send/Receive, RDMA Write and Read,
@@ -16,8 +24,15 @@ demo:
 # under the race detector, then a short fuzz pass over every fuzz target.
 test: vet unit fuzz-short
 
+# go vet type-checks test files too, so this also proves every _test.go
+# compiles on each system.
 vet:
 	$(GO) vet ./...
+	@failed=; for p in $(PLATFORMS); do \
+		echo "go vet ($$p) $(PORTABLE_PKGS)"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet $(PORTABLE_PKGS) || failed="$$failed $$p"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "go vet failed for:$$failed" >&2; exit 1; fi
 
 unit:
 	$(GO) test -race -count=1 ./...
