@@ -90,3 +90,20 @@ func TestRead_Gzip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "zipped", string(conns[0].Up.Data))
 }
+
+// Input that is neither pcap nor pcapng, plain or compressed, is refused
+// with a message that says so, before any reader is set up.
+func TestRead_NotACapture(t *testing.T) {
+	for _, junk := range [][]byte{nil, []byte("hi"), []byte("this is not a capture")} {
+		_, err := Read(bytes.NewReader(junk))
+		require.ErrorIs(t, err, ErrMalformed, "%q", junk)
+	}
+	_, err := Read(bytes.NewReader([]byte("this is not a capture")))
+	require.ErrorContains(t, err, "not a pcap or pcapng file")
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write([]byte("compressed, but still not a capture"))
+	require.NoError(t, zw.Close())
+	_, err = Read(&z)
+	require.ErrorContains(t, err, "not a pcap or pcapng file")
+}
