@@ -6,7 +6,9 @@ package mpa
 // payload reads are plain Reads into the destination.
 type readvState struct{}
 
-func (r *Reader) initReadv() {}
+// initReadv has nothing to set up; it clears the state like the Linux
+// version sets it, so that the field is in use on every system.
+func (r *Reader) initReadv() { r.rv = readvState{} }
 
 // readDirect reads payload into p, bypassing the buffer.
 func (r *Reader) readDirect(p []byte) (int, error) { return r.r.Read(p) }
