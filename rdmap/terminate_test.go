@@ -29,7 +29,7 @@ func TestAppendTerminate_RFC5040_4_Layout(t *testing.T) {
 		// RFC-layout bytes: Wireshark reads the control word with the same
 		// masks (epan/dissectors/packet-iwarp-ddp-rdmap.c: IWARP_LAYER 0xF0,
 		// IWARP_ETYPE 0x0F, IWARP_HDRCT_M/D/R 0x80/0x40/0x20).
-		{"MPA CRC, nothing attached", mpaLikeErr, termHdr + "20020000"},
+		{"MPA CRC, nothing attached", errMPALike, termHdr + "20020000"},
 		{"DDP no buffer with a zero-length Send's header",
 			ddp.NewError(termcode.DDPUntaggedNoBuffer, send, 18),
 			termHdr + "1202c000 0012" + "4143 00000000 00000000 00000001 00000000"},
@@ -255,7 +255,7 @@ func TestTerminateError_Local(t *testing.T) {
 	require.Equal(t, termcode.RDMAPLocalCatastrophic, plain.Code)
 	require.ErrorIs(t, plain, net.ErrClosed)
 
-	mpa := LocalTerminateError(mpaLikeErr)
+	mpa := LocalTerminateError(errMPALike)
 	require.Equal(t, termcode.MPACRC, mpa.Code)
 	require.Empty(t, mpa.Terminate.DDPHeader)
 }
