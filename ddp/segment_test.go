@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -108,13 +109,13 @@ func TestSegmenter_ZeroLength(t *testing.T) {
 		require.Len(t, hdrs, 1)
 		require.Empty(t, payloads[0])
 		require.Equal(t, []bool{true}, lasts)
-		require.Equal(t, unhex(t, "c1 40 00000001 0000000000000000"), hdrs[0])
+		require.Equal(t, testutil.Unhex(t, "c1 40 00000001 0000000000000000"), hdrs[0])
 
 		require.NoError(t, s.StartUntagged(pieces, 100, 0x43, 0, 0, 1))
 		hdrs, _, lasts = collect(t, &s)
 		require.Len(t, hdrs, 1)
 		require.Equal(t, []bool{true}, lasts)
-		require.Equal(t, unhex(t, "41 43 00000000 00000000 00000001 00000000"), hdrs[0])
+		require.Equal(t, testutil.Unhex(t, "41 43 00000000 00000000 00000001 00000000"), hdrs[0])
 	}
 }
 

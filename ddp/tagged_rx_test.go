@@ -4,8 +4,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/iwarp-go/iwarp-go/termcode"
-
 	"github.com/stretchr/testify/require"
 )
 
@@ -79,7 +79,7 @@ func TestTaggedReceiver_RFC5041_7_TOWrap(t *testing.T) {
 func TestTaggedReceiver_RFC6581_ZeroLengthRTR(t *testing.T) {
 	// siw's RTR: zero-length RDMA Write to STag 1, TO 0 (siw_qp_mpa_rts()
 	// in drivers/infiniband/sw/siw/siw_qp.c).
-	rtr := Tagged(unhex(t, "c1 40 00000001 0000000000000000"))
+	rtr := Tagged(testutil.Unhex(t, "c1 40 00000001 0000000000000000"))
 	require.True(t, ZeroLengthMessage(rtr, 14))
 	var r TaggedReceiver
 	s, err := r.Receive(rtr, 14)

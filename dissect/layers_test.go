@@ -9,6 +9,7 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/iwarp-go/iwarp-go/ddp"
 	"github.com/iwarp-go/iwarp-go/dissect"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/iwarp-go/iwarp-go/mpa"
 	"github.com/iwarp-go/iwarp-go/rdmap"
 	"github.com/stretchr/testify/require"
@@ -26,9 +27,9 @@ func init() {
 // decoder on every FPDU that starts a segment and ends in it, and on every
 // Request and Reply.
 func TestLayers_PerPacketAgreesWithStream(t *testing.T) {
-	for _, name := range siwCaptures {
+	for _, name := range testutil.SiwCaptures {
 		t.Run(name, func(t *testing.T) {
-			file := siwCapture(name)
+			file := testutil.CapturePath(t, name+".pcap")
 			d, err := dissect.DecodeFile(file)
 			require.NoError(t, err)
 			byFrame := map[int][]*dissect.FPDU{}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/iwarp-go/iwarp-go/termcode"
 	"github.com/stretchr/testify/require"
 )
@@ -74,9 +75,9 @@ func randSpecs(rng *rand.Rand, n, maxPayload int) []fpduSpec {
 func TestFPDU_RFC5044_4_SiwRTRBytes(t *testing.T) {
 	hdr := tagged(1, 0)
 	plain := encode(t, WriterConfig{}, []fpduSpec{{hdr: hdr}})
-	require.Equal(t, unhex(t, "00 0e c1 40 00 00 00 01 00 00 00 00 00 00 00 00 00 00 00 00"), plain)
+	require.Equal(t, testutil.Unhex(t, "00 0e c1 40 00 00 00 01 00 00 00 00 00 00 00 00 00 00 00 00"), plain)
 	withCRC := encode(t, WriterConfig{CRC: true}, []fpduSpec{{hdr: hdr}})
-	require.Equal(t, unhex(t, "00 0e c1 40 00 00 00 01 00 00 00 00 00 00 00 00 eb d3 4c 5f"), withCRC)
+	require.Equal(t, testutil.Unhex(t, "00 0e c1 40 00 00 00 01 00 00 00 00 00 00 00 00 eb d3 4c 5f"), withCRC)
 
 	u, err := NewReader(bytes.NewReader(withCRC), ReaderConfig{CRC: true}).ReadFPDU(make([]byte, 64))
 	require.NoError(t, err)
@@ -99,7 +100,7 @@ func TestFPDU_RFC5044_4_CRCByteOrder(t *testing.T) {
 		{inc, "4e 79 dd 46"},
 	} {
 		c := crc32.Checksum(v.in, castagnoli)
-		require.Equal(t, unhex(t, v.wire), binary.LittleEndian.AppendUint32(nil, c))
+		require.Equal(t, testutil.Unhex(t, v.wire), binary.LittleEndian.AppendUint32(nil, c))
 	}
 }
 

@@ -5,17 +5,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"path/filepath"
 	"sort"
 	"testing"
 
 	"github.com/iwarp-go/iwarp-go/internal/capture"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/iwarp-go/iwarp-go/termcode"
 	"github.com/stretchr/testify/require"
 )
-
-// The siw captures live with the capture package's tests.
-const captureDir = "../internal/capture/testdata"
 
 // outcome is what this package's initiator decides about a captured Reply.
 type outcome int
@@ -216,7 +213,7 @@ func checkExchange(t *testing.T, c *capture.Conn) (outcome, bool, int, int) {
 func TestGolden_SiwCaptures(t *testing.T) {
 	for _, g := range goldenFiles {
 		t.Run(g.file, func(t *testing.T) {
-			conns, err := capture.ReadFile(filepath.Join(captureDir, g.file))
+			conns, err := capture.ReadFile(testutil.CapturePath(t, g.file))
 			require.NoError(t, err)
 			require.Len(t, conns, len(g.outcomes))
 			ulpdus := map[int]int{}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/iwarp-go/iwarp-go/termcode"
 	"github.com/stretchr/testify/require"
 )
@@ -50,13 +51,13 @@ func TestNegotiate_DefaultsMatchSiwInitiator(t *testing.T) {
 	require.NoError(t, err)
 	b, err := AppendFrame(nil, &req)
 	require.NoError(t, err)
-	require.Equal(t, unhex(t, reqKeyHex+"50 02 00 04 00 01 00 01"), b)
+	require.Equal(t, testutil.Unhex(t, reqKeyHex+"50 02 00 04 00 01 00 01"), b)
 
 	req, err = BuildRequest(&Config{IRD: 1, ORD: 1, CRC: CRCOff}, nil)
 	require.NoError(t, err)
 	b, err = AppendFrame(nil, &req)
 	require.NoError(t, err)
-	require.Equal(t, unhex(t, reqKeyHex+"10 02 00 04 00 01 00 01"), b, "siw's own rping Request")
+	require.Equal(t, testutil.Unhex(t, reqKeyHex+"10 02 00 04 00 01 00 01"), b, "siw's own rping Request")
 }
 
 func TestNegotiate_RFC5044_7_1_CRCModes(t *testing.T) {
@@ -318,9 +319,9 @@ func TestNegotiate_RFC6581_PeerToPeerRTR(t *testing.T) {
 // The Reply siw produced for the P2P request of mpa-host-client round 6
 // passes the initiator's checks and settles on Write.
 func TestNegotiate_SiwP2PReplyFromCapture(t *testing.T) {
-	req, _, err := ParseFrame(unhex(t, reqKeyHex+"50 02 00 04 c0 10 c0 10"))
+	req, _, err := ParseFrame(testutil.Unhex(t, reqKeyHex+"50 02 00 04 c0 10 c0 10"))
 	require.NoError(t, err)
-	rep, _, err := ParseFrame(unhex(t, repKeyHex+"50 02 00 04 80 10 80 10"))
+	rep, _, err := ParseFrame(testutil.Unhex(t, repKeyHex+"50 02 00 04 80 10 80 10"))
 	require.NoError(t, err)
 	res, err := CheckReply(&Config{P2P: true, RTR: RTRSend | RTRWrite | RTRRead, IRD: 16, ORD: 16}, &req, &rep)
 	require.NoError(t, err)
@@ -332,7 +333,7 @@ func TestNegotiate_SiwP2PReplyFromCapture(t *testing.T) {
 	require.NoError(t, err)
 	b, err := AppendFrame(nil, &ours)
 	require.NoError(t, err)
-	require.Equal(t, unhex(t, repKeyHex+"50 02 00 04 80 10 80 10"), b)
+	require.Equal(t, testutil.Unhex(t, repKeyHex+"50 02 00 04 80 10 80 10"), b)
 }
 
 func TestNegotiate_RejectsCarryPrivateData(t *testing.T) {
@@ -343,7 +344,7 @@ func TestNegotiate_RejectsCarryPrivateData(t *testing.T) {
 	b, err := AppendFrame(nil, &rej)
 	require.NoError(t, err)
 	// Enhanced request: R|E, revision echoed, a zero block so PD_Length >= 4.
-	require.Equal(t, unhex(t, repKeyHex+"30 02 00 0f 00 00 00 00 68 6f 73 74 2d 72 65 6a 65 63 74"), b)
+	require.Equal(t, testutil.Unhex(t, repKeyHex+"30 02 00 0f 00 00 00 00 68 6f 73 74 2d 72 65 6a 65 63 74"), b)
 
 	rep := wire(t, rej)
 	_, err = CheckReply(&Config{}, &req, &rep)
@@ -355,7 +356,7 @@ func TestNegotiate_RejectsCarryPrivateData(t *testing.T) {
 	require.False(t, errors.As(err, &pe), "a reject implies no Terminate")
 
 	// The reject the guest-client capture's host sent to siw.
-	cap, _, err := ParseFrame(unhex(t, repKeyHex+"30 02 00 0f 00 01 00 01 68 6f 73 74 2d 72 65 6a 65 63 74"))
+	cap, _, err := ParseFrame(testutil.Unhex(t, repKeyHex+"30 02 00 0f 00 01 00 01 68 6f 73 74 2d 72 65 6a 65 63 74"))
 	require.NoError(t, err)
 	_, err = CheckReply(&Config{}, &req, &cap)
 	require.ErrorAs(t, err, &re)
@@ -433,7 +434,7 @@ func permissive(req *Frame) *Config {
 
 func FuzzNegotiate(f *testing.F) {
 	for _, g := range goldenFrames {
-		f.Add(unhex(f, g.hex), uint8(0))
+		f.Add(testutil.Unhex(f, g.hex), uint8(0))
 	}
 	for _, c := range []Config{{}, {P2P: true, RTR: rtrAll, IRD: 4, ORD: 4}, {Revision: 1, RequestMarkers: true}, {NoEnhanced: true, CRC: CRCOff}} {
 		req, err := BuildRequest(&c, []byte("pd"))

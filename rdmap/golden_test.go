@@ -14,6 +14,7 @@ import (
 
 	"github.com/iwarp-go/iwarp-go/ddp"
 	"github.com/iwarp-go/iwarp-go/internal/capture"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/iwarp-go/iwarp-go/mpa"
 	"github.com/iwarp-go/iwarp-go/rdmap"
 	"github.com/stretchr/testify/require"
@@ -141,15 +142,13 @@ func render(t *testing.T, fs []fpdu) string {
 	return sb.String()
 }
 
-var goldenCaptures = []string{"mpa-host-client", "mpa-guest-client", "rping-lo", "rping-mtu1500", "ib_send_bw", "ib_write_bw"}
-
 // Every DDP/RDMAP header in the siw captures decodes to what tshark shows.
 func TestGolden_SiwCaptures(t *testing.T) {
-	for _, name := range goldenCaptures {
+	for _, name := range testutil.SiwCaptures {
 		t.Run(name, func(t *testing.T) {
 			want, err := os.ReadFile(filepath.Join("testdata", name+".tshark.txt"))
 			require.NoError(t, err)
-			fs := captureFPDUs(t, filepath.Join("testdata", name+".pcap"))
+			fs := captureFPDUs(t, testutil.CapturePath(t, name+".pcap"))
 			require.NotEmpty(t, fs)
 			require.Equal(t, string(want), render(t, fs))
 		})
@@ -159,8 +158,8 @@ func TestGolden_SiwCaptures(t *testing.T) {
 // Every captured header re-encodes to the same bytes through the typed
 // encoder for its opcode.
 func TestGolden_ReEncode(t *testing.T) {
-	for _, name := range goldenCaptures {
-		for _, f := range captureFPDUs(t, filepath.Join("testdata", name+".pcap")) {
+	for _, name := range testutil.SiwCaptures {
+		for _, f := range captureFPDUs(t, testutil.CapturePath(t, name+".pcap")) {
 			h, err := rdmap.Parse(f.ulpdu, len(f.ulpdu))
 			require.NoError(t, err)
 			var again []byte
@@ -188,11 +187,11 @@ func TestGolden_ReEncode(t *testing.T) {
 // direction, untagged MSN/MO sequencing on QN 0–2 and tagged continuity.
 func TestGolden_ReceiveChecksAcceptSiwStreams(t *testing.T) {
 	type dirKey struct{ src, dst uint16 }
-	for _, name := range goldenCaptures {
+	for _, name := range testutil.SiwCaptures {
 		queues := map[dirKey]*ddp.UntaggedQueues{}
 		tagged := map[dirKey]*ddp.TaggedReceiver{}
 		conns := 0
-		for _, f := range captureFPDUs(t, filepath.Join("testdata", name+".pcap")) {
+		for _, f := range captureFPDUs(t, testutil.CapturePath(t, name+".pcap")) {
 			k := dirKey{f.srcPort, f.dstPort}
 			if queues[k] == nil {
 				queues[k], tagged[k] = ddp.NewUntaggedQueues(rdmap.NumQueues), new(ddp.TaggedReceiver)
@@ -218,7 +217,7 @@ func TestGolden_ReceiveChecksAcceptSiwStreams(t *testing.T) {
 func TestGolden_SiwTerminates(t *testing.T) {
 	var terms []rdmap.ReceivedTerminate
 	var frames []int
-	for _, f := range captureFPDUs(t, filepath.Join("testdata", "mpa-host-client.pcap")) {
+	for _, f := range captureFPDUs(t, testutil.CapturePath(t, "mpa-host-client.pcap")) {
 		if h, err := rdmap.Parse(f.ulpdu, len(f.ulpdu)); err == nil && h.Op == rdmap.OpTerminate {
 			rt, err := rdmap.ParseTerminate(f.ulpdu)
 			require.NoError(t, err)

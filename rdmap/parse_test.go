@@ -6,6 +6,7 @@ import (
 	"github.com/iwarp-go/iwarp-go/termcode"
 
 	"github.com/iwarp-go/iwarp-go/ddp"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -57,7 +58,7 @@ func TestParse_RFC5040_4_MessageKinds(t *testing.T) {
 }
 
 func TestParse_RFC6581_WriteRTR(t *testing.T) {
-	h, err := Parse(unhex(t, "c1 40 00000001 0000000000000000"), 14)
+	h, err := Parse(testutil.Unhex(t, "c1 40 00000001 0000000000000000"), 14)
 	require.NoError(t, err)
 	require.True(t, h.IsWriteRTR())
 	require.True(t, ddp.ZeroLengthMessage(h.Tagged(), 14))

@@ -9,6 +9,7 @@ import (
 	"github.com/iwarp-go/iwarp-go/termcode"
 
 	"github.com/iwarp-go/iwarp-go/ddp"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,7 +29,7 @@ func TestAppendTerminate_RFC5040_4_Layout(t *testing.T) {
 		// RFC-layout bytes: Wireshark reads the control word with the same
 		// masks (epan/dissectors/packet-iwarp-ddp-rdmap.c: IWARP_LAYER 0xF0,
 		// IWARP_ETYPE 0x0F, IWARP_HDRCT_M/D/R 0x80/0x40/0x20).
-		{"MPA CRC, nothing attached", mpaLikeErr, termHdr + "20020000"},
+		{"MPA CRC, nothing attached", errMPALike, termHdr + "20020000"},
 		{"DDP no buffer with a zero-length Send's header",
 			ddp.NewError(termcode.DDPUntaggedNoBuffer, send, 18),
 			termHdr + "1202c000 0012" + "4143 00000000 00000000 00000001 00000000"},
@@ -47,7 +48,7 @@ func TestAppendTerminate_RFC5040_4_Layout(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			term := NewTerminate(tc.err)
 			got := AppendTerminate(nil, &term)
-			require.Equal(t, unhex(t, tc.want), got)
+			require.Equal(t, testutil.Unhex(t, tc.want), got)
 			require.Equal(t, len(got), term.Len())
 		})
 	}
@@ -94,7 +95,7 @@ func TestAppendTerminate_RoundTrip(t *testing.T) {
 
 // siwTerminate builds the ULPDU siw would send: its header, then the
 // control word and attachments as given.
-func siwTerminate(t *testing.T, rest string) []byte { return unhex(t, termHdr+rest) }
+func siwTerminate(t *testing.T, rest string) []byte { return testutil.Unhex(t, termHdr+rest) }
 
 func TestParseTerminate_SIWLayout(t *testing.T) {
 	for _, tc := range []struct {
@@ -179,16 +180,16 @@ func TestParseTerminate_NeverPastTheULPDU(t *testing.T) {
 	b := siwTerminate(t, "20020000 deadbeef")
 	rt, err = ParseTerminate(b)
 	require.NoError(t, err)
-	require.Equal(t, unhex(t, "deadbeef"), rt.Trailing)
+	require.Equal(t, testutil.Unhex(t, "deadbeef"), rt.Trailing)
 	require.Equal(t, b, rt.Append(nil))
 }
 
 func TestParseTerminate_Rejects(t *testing.T) {
 	_, err := ParseTerminate(siwTerminate(t, "2002")) // 20 bytes
 	require.ErrorIs(t, err, SegmentTooShort)
-	_, err = ParseTerminate(unhex(t, "41 43 00000000 00000002 00000001 00000000 20020000"))
+	_, err = ParseTerminate(testutil.Unhex(t, "41 43 00000000 00000002 00000001 00000000 20020000"))
 	require.ErrorIs(t, err, UnexpectedOpcode)
-	_, err = ParseTerminate(unhex(t, "c1 47 00000000 00000002 00000001 00000000 20020000"))
+	_, err = ParseTerminate(testutil.Unhex(t, "c1 47 00000000 00000002 00000001 00000000 20020000"))
 	require.ErrorIs(t, err, UnexpectedOpcode)
 }
 
@@ -199,7 +200,7 @@ func TestParseTerminate_NonConforming(t *testing.T) {
 		"41 47 00000000 00000002 00000002 00000000", // MSN 2
 		"41 47 00000000 00000002 00000001 00000004", // MO 4
 	} {
-		rt, err := ParseTerminate(unhex(t, hdr+"20020000"))
+		rt, err := ParseTerminate(testutil.Unhex(t, hdr+"20020000"))
 		require.NoError(t, err)
 		require.False(t, rt.Conforming(), hdr)
 		require.Equal(t, termcode.MPACRC, rt.Code())
@@ -214,7 +215,7 @@ func TestTerminateError_Remote(t *testing.T) {
 	b[30] = 0xff // the error keeps its own copy
 	require.True(t, te.Remote)
 	require.Equal(t, termcode.DDPTaggedInvalidSTag, te.Code)
-	require.Equal(t, unhex(t, "c142 3e739b00 0000564f606d5550"), te.Terminate.DDPHeader)
+	require.Equal(t, testutil.Unhex(t, "c142 3e739b00 0000564f606d5550"), te.Terminate.DDPHeader)
 	require.True(t, te.Terminate.HasSegmentLen)
 	require.Equal(t, uint16(64), te.Terminate.SegmentLen)
 	require.Equal(t, LayoutSIW, te.Received.Layout)
@@ -260,7 +261,7 @@ func TestTerminateError_Local(t *testing.T) {
 	require.Equal(t, termcode.RDMAPLocalCatastrophic, plain.Code)
 	require.ErrorIs(t, plain, net.ErrClosed)
 
-	mpa := LocalTerminateError(mpaLikeErr)
+	mpa := LocalTerminateError(errMPALike)
 	require.Equal(t, termcode.MPACRC, mpa.Code)
 	require.Empty(t, mpa.Terminate.DDPHeader)
 }
