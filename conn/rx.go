@@ -413,9 +413,10 @@ func (e *engine) rxReadRequest(h *rdmap.Header, n int) error {
 		return rdmap.NewError(rdmap.ReadReqIRDExceeded, rx.hdr[:h.Len], n, rr)
 	}
 	size := uint64(rr.Size())
-	// The sink range [TO, TO+size) must be addressable: its last byte at
-	// most 2^64-1 (a range ending exactly at 2^64 is legal, as in ddp).
-	if size > 0 && rr.SinkTO() > math.MaxUint64-(size-1) {
+	// The response's segments must pass the requester's check that TO +
+	// length does not wrap 64 bits (RFC 5041 §7.1 tagged check 5, by which
+	// a sink range ending exactly at 2^64 wraps too).
+	if size > 0 && rr.SinkTO() > math.MaxUint64-size {
 		return rdmap.NewError(rdmap.ReadReqMalformed, rx.hdr[:h.Len], n, rr)
 	}
 	ent := irqEntry{sinkSTag: rr.SinkSTag(), sinkTO: rr.SinkTO()}

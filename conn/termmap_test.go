@@ -11,15 +11,17 @@ import (
 
 // The region-check failures of each use map to the conditions of
 // docs/rfc-notes/terminate.md: RDMA Write sinks to DDP Tagged Buffer codes
-// (the RDMAP access-rights code where DDP has none), Read Request sources
-// to RDMAP Remote Protection codes with the Read Request header attached.
+// (RFC 5041 §7.1; a region without remote write "allows" no Placement:
+// Invalid STag, since RFC 5040 Figure 10 rules out Remote Protection codes
+// for a Write), Read Request sources to RDMAP Remote Protection codes with
+// the Read Request header attached (RFC 5040 §7.2).
 func TestFailureConditions_RFC5040_RFC5041(t *testing.T) {
 	lookupFailures := []stag.Failure{stag.InvalidSTag, stag.Invalidated, stag.PDMismatch, stag.AccessRights, stag.BaseBounds, stag.TOWrap}
 	wantWrite := map[stag.Failure]termcode.Code{
 		stag.InvalidSTag:  termcode.DDPTaggedInvalidSTag,
 		stag.Invalidated:  termcode.DDPTaggedInvalidSTag,
 		stag.PDMismatch:   termcode.DDPTaggedSTagNotAssociated,
-		stag.AccessRights: termcode.RDMAPAccessRights,
+		stag.AccessRights: termcode.DDPTaggedInvalidSTag,
 		stag.BaseBounds:   termcode.DDPTaggedBaseBounds,
 		stag.TOWrap:       termcode.DDPTaggedTOWrap,
 	}

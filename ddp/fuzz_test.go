@@ -81,7 +81,7 @@ func FuzzSegmenter(f *testing.F) {
 				t.Fatalf("mulpdu %d: err %v", mulpdu, err)
 			}
 			return
-		case tagged && msgLen > 0 && to > ^uint64(0)-uint64(msgLen-1):
+		case tagged && msgLen > 0 && to > ^uint64(0)-uint64(msgLen): // TO + length = 2^64 wraps too (RFC 5041 §7.1)
 			if !errors.Is(err, ErrMessageTOWraps) {
 				t.Fatalf("wrap: err %v", err)
 			}

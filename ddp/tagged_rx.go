@@ -34,11 +34,11 @@ func ZeroLengthMessage(h Tagged, segLen int) bool {
 	return segLen == TaggedHeaderLen && h.Control().Last()
 }
 
-// toWraps reports whether the payload [to, to+n) runs past 2^64-1. A
-// payload whose last byte is at 2^64-1 does not wrap; an empty one never
-// does.
+// toWraps reports whether the 64-bit unsigned sum of to and n wraps (RFC
+// 5041 §7.1 tagged check 5): a payload ending exactly at 2^64 wraps, an
+// empty one never does.
 func toWraps(to uint64, n int) bool {
-	return n > 0 && to > math.MaxUint64-uint64(n-1)
+	return n > 0 && to > math.MaxUint64-uint64(n)
 }
 
 // TaggedReceiver checks the tagged segments of one DDP stream. Over an

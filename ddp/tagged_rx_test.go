@@ -66,10 +66,11 @@ func TestTaggedReceiver_LaterSegmentChecks(t *testing.T) {
 
 func TestTaggedReceiver_RFC5041_7_TOWrap(t *testing.T) {
 	var r TaggedReceiver
-	// Last payload byte exactly at 2^64-1: no wrap.
-	_, err := r.Receive(tagged(true, 7, math.MaxUint64-9), 14+10)
+	// "A 64-bit unsigned sum of the DDP Segment payload length and the TO
+	// does not wrap": TO + length = 2^64 is already a wrap.
+	_, err := r.Receive(tagged(true, 7, math.MaxUint64-9), 14+9)
 	require.NoError(t, err)
-	_, err = r.Receive(tagged(true, 7, math.MaxUint64-9), 14+11)
+	_, err = r.Receive(tagged(true, 7, math.MaxUint64-9), 14+10)
 	require.ErrorIs(t, err, termcode.DDPTaggedTOWrap)
 	// Empty payload at the very top never wraps.
 	_, err = r.Receive(tagged(false, 7, math.MaxUint64), 14)

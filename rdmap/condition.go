@@ -32,7 +32,7 @@ const (
 	WriteBaseBounds        // 1/1/0x01
 	WriteSTagNotAssociated // 1/1/0x02
 	WriteTOWrap            // 1/1/0x03
-	WriteAccessRights      // 0/1/0x02
+	WriteAccessRights      // 1/1/0x00
 	TaggedSTagChanged      // 1/1/0x00
 	TaggedTONotContiguous  // 1/1/0x01
 	ReadRespInvalidSTag    // 1/1/0x00
@@ -43,7 +43,7 @@ const (
 	UnexpectedOpcode           // 0/2/0x06
 	TaggedFlagMismatch         // 0/2/0x06
 	ReadRespUnexpected         // 0/2/0x06
-	ReadReqIRDExceeded         // 0/2/0x07
+	ReadReqIRDExceeded         // 1/2/0x02
 	ReadReqMalformed           // 0/2/0x07
 	ReadReqSourceInvalidSTag   // 0/1/0x00
 	ReadReqSourceBaseBounds    // 0/1/0x01
@@ -93,7 +93,7 @@ var condTable = [numConditions]condInfo{
 	WriteBaseBounds:        {"WriteBaseBounds", termcode.DDPTaggedBaseBounds, false, false},
 	WriteSTagNotAssociated: {"WriteSTagNotAssociated", termcode.DDPTaggedSTagNotAssociated, false, false},
 	WriteTOWrap:            {"WriteTOWrap", termcode.DDPTaggedTOWrap, false, false},
-	WriteAccessRights:      {"WriteAccessRights", termcode.RDMAPAccessRights, false, false},
+	WriteAccessRights:      {"WriteAccessRights", termcode.DDPTaggedInvalidSTag, false, false},
 	TaggedSTagChanged:      {"TaggedSTagChanged", termcode.DDPTaggedInvalidSTag, false, false},
 	TaggedTONotContiguous:  {"TaggedTONotContiguous", termcode.DDPTaggedBaseBounds, false, false},
 	ReadRespInvalidSTag:    {"ReadRespInvalidSTag", termcode.DDPTaggedInvalidSTag, false, false},
@@ -103,7 +103,7 @@ var condTable = [numConditions]condInfo{
 	UnexpectedOpcode:           {"UnexpectedOpcode", termcode.RDMAPUnexpectedOpcode, false, false},
 	TaggedFlagMismatch:         {"TaggedFlagMismatch", termcode.RDMAPUnexpectedOpcode, false, false},
 	ReadRespUnexpected:         {"ReadRespUnexpected", termcode.RDMAPUnexpectedOpcode, false, false},
-	ReadReqIRDExceeded:         {"ReadReqIRDExceeded", termcode.RDMAPStreamCatastrophic, false, false},
+	ReadReqIRDExceeded:         {"ReadReqIRDExceeded", termcode.DDPUntaggedNoBuffer, false, false},
 	ReadReqMalformed:           {"ReadReqMalformed", termcode.RDMAPStreamCatastrophic, false, false},
 	ReadReqSourceInvalidSTag:   {"ReadReqSourceInvalidSTag", termcode.RDMAPInvalidSTag, true, false},
 	ReadReqSourceBaseBounds:    {"ReadReqSourceBaseBounds", termcode.RDMAPBaseBounds, true, false},

@@ -75,22 +75,19 @@ func AppendTerminate(b []byte, t *Terminate) []byte {
 }
 
 // attachPolicy says which headers a Terminate with code c carries when
-// they are available (the behaviour Linux siw, siw_send_terminate() in
-// siw_qp.c, and irdma, irdma_bld_termhdr_ddp_rdma() in ctrl.c, have in
-// common):
-//   - LLP errors, RDMAP local catastrophic errors and version errors
-//     (DDP 1/1/0x04, 1/2/0x06, RDMAP 0/2/0x05): nothing; a header with an
-//     unknown version cannot be interpreted.
-//   - RDMAP Remote Protection errors: the DDP header and, when the
-//     offending message was a Read Request, its 28-byte header.
-//   - every other DDP or RDMAP error: the DDP header.
+// they are available (RFC 5040 §4.8 and its Figure 10):
+//   - LLP errors, and local catastrophic errors (error type 0) of RDMAP and
+//     DDP: nothing ("The DDP Header is not present if the Terminate Error
+//     Type is a Local Catastrophic Error");
+//   - RDMAP Remote Protection errors (0/1/x): the DDP header and, when the
+//     offending message was a Read Request, its 28-byte header;
+//   - every other DDP or RDMAP error, version errors included: the DDP
+//     header.
 func attachPolicy(c termcode.Code) (ddpHdr, rdmaHdr bool) {
 	switch {
-	case c.Layer() == termcode.LLP, c.Layer() > termcode.LLP:
+	case c.Layer() >= termcode.LLP:
 		return false, false
-	case c.Layer() == termcode.RDMAP && c.EType() == 0:
-		return false, false
-	case c == termcode.DDPTaggedVersion, c == termcode.DDPUntaggedVersion, c == termcode.RDMAPInvalidVersion:
+	case c.EType() == 0:
 		return false, false
 	case c.Layer() == termcode.RDMAP && c.EType() == 1:
 		return true, true

@@ -39,8 +39,14 @@ func TestAppendTerminate_RFC5040_4_Layout(t *testing.T) {
 			termHdr + "1100c000 004e" + "c140 00002222 0000000000002000"},
 		{"Read Request source bounds: M, D, R", NewError(ReadReqSourceBaseBounds, rrHdr, 46, rrBody),
 			termHdr + "0101e000 002e" + fmt.Sprintf("%x", rrHdr)},
-		{"DDP version: nothing", ddp.NewError(termcode.DDPUntaggedVersion, send, 18), termHdr + "12060000"},
-		{"RDMAP version: nothing", NewError(RDMAPVersion, send, 18, nil), termHdr + "02050000"},
+		// RFC 5040 §4.8 Figure 10: version errors carry the DDP header too.
+		{"DDP version: M, D", ddp.NewError(termcode.DDPUntaggedVersion, send, 18),
+			termHdr + "1206c000 0012" + "4143 00000000 00000000 00000001 00000000"},
+		{"RDMAP version: M, D", NewError(RDMAPVersion, send, 18, nil),
+			termHdr + "0205c000 0012" + "4143 00000000 00000000 00000001 00000000"},
+		// §4.8: "The DDP Header is not present if the Terminate Error Type
+		// is a Local Catastrophic Error".
+		{"DDP local catastrophic: nothing", ddp.NewError(termcode.DDPLocalCatastrophic, send, 18), termHdr + "10000000"},
 		{"local catastrophic: nothing", NewError(RDMAPLocalCatastrophic, send, 18, nil), termHdr + "00000000"},
 		{"error without a code", errors.New("disk on fire"), termHdr + "00000000"},
 		{"truncated header: nothing", ddp.NewError(termcode.DDPLocalCatastrophic, send[:9], 9), termHdr + "10000000"},
@@ -272,14 +278,14 @@ func TestRDMAPError_Is(t *testing.T) {
 	require.ErrorIs(t, e, &Error{Cond: ReadReqIRDExceeded})
 	require.NotErrorIs(t, e, ReadReqMalformed)
 	require.NotErrorIs(t, e, errors.New("x"))
-	require.Equal(t, termcode.Code(0x0207), e.Code())
+	require.Equal(t, termcode.Code(0x1202), e.Code(), "RFC 5040 §5.2.2: the IRD counts Untagged Buffers of QN 1")
 	c, ok := termcode.Of(e)
 	require.True(t, ok)
-	require.Equal(t, termcode.RDMAPStreamCatastrophic, c)
+	require.Equal(t, termcode.DDPUntaggedNoBuffer, c)
 	require.Len(t, e.DDPHeader(), 18)
 	require.Nil(t, e.RDMAHeader())
 	require.Contains(t, e.Error(), "ReadReqIRDExceeded")
-	require.Contains(t, e.Error(), "localized to RDMAP Stream")
+	require.Contains(t, e.Error(), "no buffer available")
 	require.Contains(t, ReadReqIRDExceeded.Error(), "ReadReqIRDExceeded")
-	require.Equal(t, "rdmap: ReadReqIRDExceeded: RDMAP Remote Operation Error: Catastrophic error, localized to RDMAP Stream (0/2/0x07), segment length 46", e.Error())
+	require.Equal(t, "rdmap: ReadReqIRDExceeded: DDP Untagged Buffer Error: Invalid MSN - no buffer available (1/2/0x02), segment length 46", e.Error())
 }
