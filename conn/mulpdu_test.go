@@ -28,7 +28,7 @@ func TestMULPDU_RFC5044_3_Range(t *testing.T) {
 		{"markers, largest", maxFPDU, true, true, 64262},
 		{"markers, smallest", minFPDU, false, true, minMULPDU},
 		{"1500-byte FPDU", 1500, false, false, 1494},
-		{"1500-byte FPDU with markers", 1500, false, true, 1478},
+		{"1500-byte FPDU with markers", 1500, false, true, 1482},
 	} {
 		cfg := defaultConfig()
 		cfg.maxFPDU = tc.maxFPDU
