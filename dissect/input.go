@@ -41,7 +41,9 @@ func DecodeFile(path string) (*Dissection, error) {
 // Decode reads a pcap or pcapng capture (optionally gzip-compressed) and
 // dissects every TCP connection in it: each direction is reassembled by
 // sequence number and its bytes fed to an mpa.Reader configured from the
-// MPA Request and Reply the capture holds.
+// MPA Request and Reply the capture holds. A file that ends inside a record
+// (a capture program stopped while writing) is dissected up to that
+// record, and Dissection.Cut says where it stops.
 func Decode(r io.Reader) (*Dissection, error) {
 	data, err := readLimited(r)
 	if err != nil {
@@ -60,10 +62,14 @@ func Decode(r io.Reader) (*Dissection, error) {
 		return nil, fmt.Errorf("%w: %w", ErrCapture, err)
 	}
 	conns, err := capture.Read(bytes.NewReader(data))
-	if err != nil {
+	var cut *capture.CutError
+	if err != nil && !errors.As(err, &cut) {
 		return nil, fmt.Errorf("%w: %w", ErrCapture, err)
 	}
 	d := &Dissection{Streams: make([]*Stream, 0, len(conns))}
+	if cut != nil {
+		d.Cut = &Cut{Frame: cut.Frame, Offset: cut.Offset, Have: cut.Have, Want: cut.Want}
+	}
 	for i, c := range conns {
 		d.Streams = append(d.Streams, fromCapture(i, c))
 	}
@@ -136,6 +142,10 @@ func clampPcapng(b []byte) error {
 			}
 		}
 		n := order.Uint32(b[off+4:])
+		if off > 0 && n >= 12 && n%4 == 0 && uint64(n) > uint64(len(b)-off) && n <= MaxSnaplen+64 &&
+			!((typ == ngEnhancedPacket || typ == ngObsoletePacket) && len(b)-off >= 24 && uint64(order.Uint32(b[off+20:])) > uint64(n-32)) {
+			return nil // the file ends inside this block: the reader says so
+		}
 		if n < 12 || n%4 != 0 || uint64(n) > uint64(len(b)-off) {
 			return fmt.Errorf("pcapng: block at offset %d has length %d (%d octets left)", off, n, len(b)-off)
 		}
