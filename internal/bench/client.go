@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -7,54 +7,51 @@ import (
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/internal/negotiated"
+	"github.com/iwarp-go/iwarp-go/internal/progress"
+	"github.com/iwarp-go/iwarp-go/internal/units"
+	"github.com/iwarp-go/iwarp-go/internal/waiter"
+	"github.com/iwarp-go/iwarp-go/stag"
 )
 
-// phaseResult is what a bandwidth phase measured.
-type phaseResult struct {
-	messages int64
-	bytes    int64
-	elapsed  time.Duration
-}
-
-// benchClientQP is the client's side of one session.
-type benchClientQP struct {
+// clientQP is the client's side of one session.
+type clientQP struct {
 	qp     *conn.QP
-	cq     *conn.CQ
+	w      *waiter.Waiter
 	local  *conn.MR // Write and Send source, Read sink, target of the server's Writes
 	credit *conn.MR // receive slots for credit messages (Send streams)
 	remote conn.RemoteAddr
-	wcs    []conn.WorkCompletion
 	setup  string
 }
 
 // openSession connects to a bench server for one phase of cfg.
-func openSession(ctx context.Context, cfg *benchConfig, phase benchPhase, final bool) (*benchClientQP, error) {
-	s := benchSession{phase: phase, op: cfg.op[0], final: final, size: uint32(cfg.size), window: uint32(cfg.window)}
+func openSession(ctx context.Context, cfg *Config, phase Phase, final bool) (*clientQP, error) {
+	s := Session{Phase: phase, Op: cfg.Op[0], Final: final, Size: uint32(cfg.Size), Window: uint32(cfg.Window)}
 	recvs := 4 // latency: answers
-	if phase == phaseBandwidth {
+	if phase == PhaseBandwidth {
 		recvs = 1
-		if s.op == 's' {
-			s.credits, s.batch = cfg.credits(), cfg.creditBatch()
-			recvs = int(s.credits) // one credit message per credit at most
+		if s.Op == 's' {
+			s.Credits, s.Batch = cfg.credits(), cfg.creditBatch()
+			recvs = int(s.Credits) // one credit message per credit at most
 		}
 	}
-	sendDepth := cfg.window + 16
+	sendDepth := cfg.Window + 16
 	pd := conn.NewPD()
 	cq := conn.NewCQ(2*(recvs+sendDepth) + 16)
 	qp, err := pd.NewQP(cq, conn.QPCaps{SendDepth: sendDepth, RecvDepth: recvs})
 	if err != nil {
 		return nil, err
 	}
-	c := &benchClientQP{qp: qp, cq: cq, wcs: make([]conn.WorkCompletion, 64)}
-	fail := func(err error) (*benchClientQP, error) {
+	c := &clientQP{qp: qp, w: waiter.New(cq, qp)}
+	fail := func(err error) (*clientQP, error) {
 		qp.Close()
 		return nil, err
 	}
-	if c.local, err = pd.Register(make([]byte, cfg.size), conn.LocalWrite|conn.RemoteWrite); err != nil {
+	if c.local, err = pd.Register(make([]byte, cfg.Size), conn.LocalWrite|conn.RemoteWrite); err != nil {
 		return fail(err)
 	}
-	pattern(c.local.Bytes(), 1)
-	if phase == phaseBandwidth && s.op == 's' {
+	fill(c.local.Bytes())
+	if phase == PhaseBandwidth && s.Op == 's' {
 		if c.credit, err = pd.Register(make([]byte, 4*recvs), conn.LocalWrite); err != nil {
 			return fail(err)
 		}
@@ -63,80 +60,48 @@ func openSession(ctx context.Context, cfg *benchConfig, phase benchPhase, final 
 				return fail(err)
 			}
 		}
-	} else if phase == phaseLatency {
+	} else if phase == PhaseLatency {
 		for i := 0; i < recvs; i++ {
 			if err := c.postRecv(); err != nil {
 				return fail(err)
 			}
 		}
 	}
-	s.region = rpingInfo{Addr: c.local.Remote(0).TO, RKey: uint32(c.local.STag()), Size: s.size}
-	opts := append(append([]conn.Option(nil), cfg.connOpts...), conn.WithPrivateData(appendSession(nil, s)))
-	if err := qp.Connect(ctx, "tcp", cfg.target(), opts...); err != nil {
+	r := c.local.Remote(0)
+	s.Region = Region{TO: r.TO, STag: uint32(r.STag), Len: s.Size}
+	opts := append(ConnOptions(cfg.CRC), conn.WithPrivateData(AppendSession(nil, s)))
+	if err := qp.Connect(ctx, "tcp", cfg.Target, opts...); err != nil {
 		return fail(err)
 	}
 	res := qp.Negotiated()
-	adv, err := parseSessionReply(res.PeerPrivateData)
+	adv, err := ParseReply(res.PeerPrivateData)
 	if err != nil {
 		return fail(err)
 	}
-	if adv.Size < s.size {
-		return fail(fmt.Errorf("the server's region has %d bytes, %d needed", adv.Size, s.size))
+	if adv.Len < s.Size {
+		return fail(fmt.Errorf("the server's region has %d bytes, %d needed", adv.Len, s.Size))
 	}
-	c.remote = conn.RemoteAddr{STag: stagOf(adv.RKey), TO: adv.Addr}
-	c.setup = describeSetup(res)
+	c.remote = conn.RemoteAddr{STag: stag.STag(adv.STag), TO: adv.TO}
+	c.setup = negotiated.Describe(res)
 	return c, nil
 }
 
-func (c *benchClientQP) postRecv() error {
+func (c *clientQP) postRecv() error {
 	return c.qp.PostRecv(conn.RecvWR{SGL: []conn.SGE{c.local.SGE(0, c.local.Len())}})
 }
 
-func (c *benchClientQP) postCreditRecv(slot int) error {
+func (c *clientQP) postCreditRecv(slot int) error {
 	return c.qp.PostRecv(conn.RecvWR{ID: uint64(slot), SGL: []conn.SGE{c.credit.SGE(4*slot, 4)}})
 }
 
-func (c *benchClientQP) close() { c.qp.Close() }
+func (c *clientQP) close() { c.qp.Close() }
 
 // poll returns at least one completion; any unsuccessful one is an error.
-func (c *benchClientQP) poll(ctx context.Context) ([]conn.WorkCompletion, error) {
-	n := c.cq.Poll(c.wcs)
-	if n == 0 {
-		var err error
-		if n, err = c.cq.Wait(ctx, c.wcs); err != nil {
-			return nil, err
-		}
-	}
-	for _, wc := range c.wcs[:n] {
-		if wc.Status != conn.WCSuccess {
-			return nil, fmt.Errorf("%s completion: %w", wc.Op, wc.Err())
-		}
-	}
-	return c.wcs[:n], nil
+func (c *clientQP) poll(ctx context.Context) ([]conn.WorkCompletion, error) {
+	return c.w.Poll(ctx)
 }
 
-// stopper says when a timed or counted run posts its last message.
-type stopper struct {
-	iters    int64
-	deadline time.Time
-}
-
-func newStopper(cfg *benchConfig, start time.Time) stopper {
-	if cfg.duration > 0 {
-		return stopper{deadline: start.Add(cfg.duration)}
-	}
-	return stopper{iters: int64(cfg.iters)}
-}
-
-// last reports whether message n (from 0) is the last one.
-func (s stopper) last(n int64) bool {
-	if s.iters > 0 {
-		return n >= s.iters-1
-	}
-	return !time.Now().Before(s.deadline)
-}
-
-// window keeps at most cfg.window work requests in flight, signalling
+// window keeps at most cfg.Window work requests in flight, signalling
 // every `every`-th: completions arrive in order, so each signalled one
 // accounts for the requests up to it.
 type window struct {
@@ -164,13 +129,13 @@ func (w *window) ack() { w.acked = min(w.acked+w.every, w.posted) }
 // region. A Write stream ends with a small Read behind it: RDMAP returns
 // the Read Response only after the earlier Writes are placed, so the time
 // covers their arrival in the server's memory, not only their sending.
-func (c *benchClientQP) streamRDMA(ctx context.Context, cfg *benchConfig, prog *progress) (phaseResult, error) {
+func (c *clientQP) streamRDMA(ctx context.Context, cfg *Config, prog *progress.Line) (phaseResult, error) {
 	op, wcOp := conn.OpWrite, conn.WCRDMAWrite
-	if cfg.op == "read" {
+	if cfg.Op == "read" {
 		op, wcOp = conn.OpRead, conn.WCRDMARead
 	}
-	sgl := []conn.SGE{c.local.SGE(0, cfg.size)}
-	w := newWindow(cfg.window)
+	sgl := []conn.SGE{c.local.SGE(0, cfg.Size)}
+	w := newWindow(cfg.Window)
 	start := time.Now()
 	stop := newStopper(cfg, start)
 	for last := false; !last; {
@@ -184,7 +149,7 @@ func (c *benchClientQP) streamRDMA(ctx context.Context, cfg *benchConfig, prog *
 			return phaseResult{}, err
 		}
 		w.posted++
-		prog.add(1)
+		prog.Add(1)
 	}
 	for w.acked < w.posted {
 		if err := c.reap(ctx, &w, wcOp); err != nil {
@@ -201,12 +166,12 @@ func (c *benchClientQP) streamRDMA(ctx context.Context, cfg *benchConfig, prog *
 		}
 	}
 	elapsed := time.Since(start)
-	return phaseResult{messages: w.posted, bytes: w.posted * int64(cfg.size), elapsed: elapsed}, nil
+	return phaseResult{messages: w.posted, bytes: w.posted * int64(cfg.Size), elapsed: elapsed}, nil
 }
 
 // reap waits for completions and acknowledges the window for each of
 // kind op.
-func (c *benchClientQP) reap(ctx context.Context, w *window, op conn.WCOpcode) error {
+func (c *clientQP) reap(ctx context.Context, w *window, op conn.WCOpcode) error {
 	wcs, err := c.poll(ctx)
 	if err != nil {
 		return err
@@ -219,7 +184,7 @@ func (c *benchClientQP) reap(ctx context.Context, w *window, op conn.WCOpcode) e
 	return nil
 }
 
-func (c *benchClientQP) waitFor(ctx context.Context, op conn.WCOpcode) error {
+func (c *clientQP) waitFor(ctx context.Context, op conn.WCOpcode) error {
 	for {
 		wcs, err := c.poll(ctx)
 		if err != nil {
@@ -242,11 +207,11 @@ func (c *benchClientQP) waitFor(ctx context.Context, op conn.WCOpcode) error {
 // credit and on its last Send, so neither side ever waits for a batch to
 // fill. The run ends when every credit is back, that is when the receiver
 // has taken every Send.
-func (c *benchClientQP) streamSend(ctx context.Context, cfg *benchConfig, prog *progress) (phaseResult, error) {
+func (c *clientQP) streamSend(ctx context.Context, cfg *Config, prog *progress.Line) (phaseResult, error) {
 	total := int64(cfg.credits())
 	credits := total
-	sgl := []conn.SGE{c.local.SGE(0, cfg.size)}
-	w := newWindow(cfg.window)
+	sgl := []conn.SGE{c.local.SGE(0, cfg.Size)}
+	w := newWindow(cfg.Window)
 	handle := func() error {
 		wcs, err := c.poll(ctx)
 		if err != nil {
@@ -284,7 +249,7 @@ func (c *benchClientQP) streamSend(ctx context.Context, cfg *benchConfig, prog *
 		}
 		credits--
 		w.posted++
-		prog.add(1)
+		prog.Add(1)
 	}
 	for credits < total || w.acked < w.posted {
 		if err := handle(); err != nil {
@@ -295,18 +260,18 @@ func (c *benchClientQP) streamSend(ctx context.Context, cfg *benchConfig, prog *
 		return phaseResult{}, fmt.Errorf("credits: %d returned, %d given", credits, total)
 	}
 	elapsed := time.Since(start)
-	return phaseResult{messages: w.posted, bytes: w.posted * int64(cfg.size), elapsed: elapsed}, nil
+	return phaseResult{messages: w.posted, bytes: w.posted * int64(cfg.Size), elapsed: elapsed}, nil
 }
 
 // pingPong measures round trips one at a time: a Send answered by a Send
 // of the same size; a Write followed by a zero-length Send that announces
 // it, answered the same way (iWARP has no Write with Immediate toward
 // siw); or one RDMA Read, which is a round trip by itself.
-func (c *benchClientQP) pingPong(ctx context.Context, cfg *benchConfig, prog *progress) ([]time.Duration, error) {
-	sgl := []conn.SGE{c.local.SGE(0, cfg.size)}
+func (c *clientQP) pingPong(ctx context.Context, cfg *Config, prog *progress.Line) ([]time.Duration, error) {
+	sgl := []conn.SGE{c.local.SGE(0, cfg.Size)}
 	var wrs []conn.SendWR
 	want := conn.WCRecv
-	switch cfg.op {
+	switch cfg.Op {
 	case "send":
 		wrs = []conn.SendWR{{Op: conn.OpSend, SGL: sgl}}
 	case "write":
@@ -334,7 +299,7 @@ func (c *benchClientQP) pingPong(ctx context.Context, cfg *benchConfig, prog *pr
 		}
 		if !cfg.warmingUp(i, start, t) {
 			samples = append(samples, d)
-			prog.add(1)
+			prog.Add(1)
 		}
 		if stop.last(i) {
 			break
@@ -345,36 +310,36 @@ func (c *benchClientQP) pingPong(ctx context.Context, cfg *benchConfig, prog *pr
 
 // rdmaBench runs the client's sessions: a bandwidth phase, then a latency
 // phase, each on its own connection.
-func rdmaBench(ctx context.Context, cfg *benchConfig) (bw phaseResult, lat []time.Duration, setup string, err error) {
+func rdmaBench(ctx context.Context, cfg *Config) (bw phaseResult, lat []time.Duration, setup string, err error) {
 	latency := cfg.hasLatency()
-	c, err := openSession(ctx, cfg, phaseBandwidth, cfg.lastRun && !latency)
+	c, err := openSession(ctx, cfg, PhaseBandwidth, cfg.lastRun && !latency)
 	if err != nil {
 		return bw, nil, "", fmt.Errorf("bandwidth session: %w", err)
 	}
 	setup = c.setup
-	prog := startProgress(cfg.progress, fmt.Sprintf("iwarp-go %s %s", cfg.op, formatBytes(int64(cfg.size))), cfg.iters, cfg.duration)
-	if cfg.op == "send" {
+	prog := progress.Start(cfg.Progress, fmt.Sprintf("iwarp-go %s %s", cfg.Op, units.Bytes(int64(cfg.Size))), cfg.Iters, cfg.Duration)
+	if cfg.Op == "send" {
 		bw, err = c.streamSend(ctx, cfg, prog)
 	} else {
 		bw, err = c.streamRDMA(ctx, cfg, prog)
 	}
-	prog.finish()
+	prog.Finish()
 	c.close()
 	if err != nil {
-		return bw, nil, setup, fmt.Errorf("%s stream: %w", cfg.op, err)
+		return bw, nil, setup, fmt.Errorf("%s stream: %w", cfg.Op, err)
 	}
 	if !latency {
 		return bw, nil, setup, nil
 	}
-	if c, err = openSession(ctx, cfg, phaseLatency, cfg.lastRun); err != nil {
+	if c, err = openSession(ctx, cfg, PhaseLatency, cfg.lastRun); err != nil {
 		return bw, nil, setup, fmt.Errorf("latency session: %w", err)
 	}
-	prog = startProgress(cfg.progress, fmt.Sprintf("iwarp-go %s %s latency", cfg.op, formatBytes(int64(cfg.size))), cfg.latIters, latDuration(cfg))
+	prog = progress.Start(cfg.Progress, fmt.Sprintf("iwarp-go %s %s latency", cfg.Op, units.Bytes(int64(cfg.Size))), cfg.LatIters, cfg.latDuration())
 	lat, err = c.pingPong(ctx, cfg, prog)
-	prog.finish()
+	prog.Finish()
 	c.close()
 	if err != nil {
-		return bw, nil, setup, fmt.Errorf("%s ping-pong: %w", cfg.op, err)
+		return bw, nil, setup, fmt.Errorf("%s ping-pong: %w", cfg.Op, err)
 	}
 	return bw, lat, setup, nil
 }

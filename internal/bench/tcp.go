@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -11,6 +11,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/iwarp-go/iwarp-go/internal/progress"
+	"github.com/iwarp-go/iwarp-go/internal/units"
 )
 
 // The raw TCP baseline moves the same messages the same way over a plain
@@ -75,7 +78,7 @@ func closeOnDone(ctx context.Context, cs ...net.Conn) func() {
 // message and waits for the receiver's one-byte acknowledgement, so the
 // time covers the arrival of every byte, as the Read behind an RDMA Write
 // stream does.
-func tcpStream(ctx context.Context, cfg *benchConfig, prog *progress) (phaseResult, error) {
+func tcpStream(ctx context.Context, cfg *Config, prog *progress.Line) (phaseResult, error) {
 	c, s, err := tcpPair(ctx)
 	if err != nil {
 		return phaseResult{}, err
@@ -85,12 +88,12 @@ func tcpStream(ctx context.Context, cfg *benchConfig, prog *progress) (phaseResu
 	defer closeOnDone(ctx, c, s)()
 	// For a Read stream the data flows from the server to the client.
 	src, dst := c, s
-	if cfg.op == "read" {
+	if cfg.Op == "read" {
 		src, dst = s, c
 	}
 	recvDone := make(chan error, 1)
 	go func() {
-		buf := make([]byte, cfg.size)
+		buf := make([]byte, cfg.Size)
 		r := bufferedReader(dst)
 		for {
 			if _, err := io.ReadFull(r, buf); err != nil {
@@ -102,8 +105,8 @@ func tcpStream(ctx context.Context, cfg *benchConfig, prog *progress) (phaseResu
 			}
 		}
 	}()
-	buf := make([]byte, cfg.size)
-	pattern(buf, 1)
+	buf := make([]byte, cfg.Size)
+	fill(buf)
 	start := time.Now()
 	stop := newStopper(cfg, start)
 	var n int64
@@ -112,7 +115,7 @@ func tcpStream(ctx context.Context, cfg *benchConfig, prog *progress) (phaseResu
 		if _, err := src.Write(buf); err != nil {
 			return phaseResult{}, err
 		}
-		prog.add(1)
+		prog.Add(1)
 	}
 	if err := src.(*net.TCPConn).CloseWrite(); err != nil {
 		return phaseResult{}, err
@@ -125,7 +128,7 @@ func tcpStream(ctx context.Context, cfg *benchConfig, prog *progress) (phaseResu
 	if err := <-recvDone; err != nil {
 		return phaseResult{}, err
 	}
-	return phaseResult{messages: n, bytes: n * int64(cfg.size), elapsed: elapsed}, nil
+	return phaseResult{messages: n, bytes: n * int64(cfg.Size), elapsed: elapsed}, nil
 }
 
 // The length prefix of a message in the Send baseline; its top bit is
@@ -136,7 +139,7 @@ const tcpSolicited = 1 << 31
 // 4-byte length prefix and goes out in one Write with it, and the same
 // credit scheme as streamSend runs over the reverse direction (credits,
 // batch and the solicited flag alike).
-func tcpMessages(ctx context.Context, cfg *benchConfig, prog *progress) (phaseResult, error) {
+func tcpMessages(ctx context.Context, cfg *Config, prog *progress.Line) (phaseResult, error) {
 	c, s, err := tcpPair(ctx)
 	if err != nil {
 		return phaseResult{}, err
@@ -155,7 +158,7 @@ func tcpMessages(ctx context.Context, cfg *benchConfig, prog *progress) (phaseRe
 	go func() { // the receiver
 		defer wg.Done()
 		var hdr, credit [4]byte
-		buf := make([]byte, cfg.size)
+		buf := make([]byte, cfg.Size)
 		r := bufferedReader(s)
 		pending := 0
 		for {
@@ -216,8 +219,8 @@ func tcpMessages(ctx context.Context, cfg *benchConfig, prog *progress) (phaseRe
 		return nil
 	}
 
-	msg := make([]byte, 4+cfg.size)
-	pattern(msg[4:], 1)
+	msg := make([]byte, 4+cfg.Size)
+	fill(msg[4:])
 	start := time.Now()
 	stop := newStopper(cfg, start)
 	var n int64
@@ -226,7 +229,7 @@ func tcpMessages(ctx context.Context, cfg *benchConfig, prog *progress) (phaseRe
 			return phaseResult{}, err
 		}
 		last = stop.last(n)
-		h := uint32(cfg.size)
+		h := uint32(cfg.Size)
 		if credits.Load() == 1 || last {
 			h |= tcpSolicited
 		}
@@ -235,7 +238,7 @@ func tcpMessages(ctx context.Context, cfg *benchConfig, prog *progress) (phaseRe
 		if _, err := c.Write(msg); err != nil {
 			return phaseResult{}, err
 		}
-		prog.add(1)
+		prog.Add(1)
 	}
 	if err := waitCredits(func() bool { return credits.Load() == total }); err != nil {
 		return phaseResult{}, err
@@ -251,13 +254,13 @@ func tcpMessages(ctx context.Context, cfg *benchConfig, prog *progress) (phaseRe
 	if err := <-creditErr; err != nil && !errors.Is(err, io.EOF) {
 		return phaseResult{}, err
 	}
-	return phaseResult{messages: n, bytes: n * int64(cfg.size), elapsed: elapsed}, nil
+	return phaseResult{messages: n, bytes: n * int64(cfg.Size), elapsed: elapsed}, nil
 }
 
 // tcpPingPong is the baseline of pingPong: size bytes answered by size
 // bytes (Send and Write), or a 28-byte request — an RDMA Read Request's
 // size — answered by size bytes (Read).
-func tcpPingPong(ctx context.Context, cfg *benchConfig, prog *progress) ([]time.Duration, error) {
+func tcpPingPong(ctx context.Context, cfg *Config, prog *progress.Line) ([]time.Duration, error) {
 	c, s, err := tcpPair(ctx)
 	if err != nil {
 		return nil, err
@@ -265,14 +268,14 @@ func tcpPingPong(ctx context.Context, cfg *benchConfig, prog *progress) ([]time.
 	defer c.Close()
 	defer s.Close()
 	defer closeOnDone(ctx, c, s)()
-	reqLen := cfg.size
-	if cfg.op == "read" {
+	reqLen := cfg.Size
+	if cfg.Op == "read" {
 		reqLen = 28
 	}
 	echoDone := make(chan error, 1)
 	go func() {
 		req := make([]byte, reqLen)
-		resp := make([]byte, cfg.size)
+		resp := make([]byte, cfg.Size)
 		r := bufferedReader(s)
 		for {
 			if _, err := io.ReadFull(r, req); err != nil {
@@ -289,7 +292,7 @@ func tcpPingPong(ctx context.Context, cfg *benchConfig, prog *progress) ([]time.
 		}
 	}()
 	req := make([]byte, reqLen)
-	resp := make([]byte, cfg.size)
+	resp := make([]byte, cfg.Size)
 	r := bufferedReader(c)
 	samples := make([]time.Duration, 0, cfg.latSamplesHint())
 	start := time.Now()
@@ -305,7 +308,7 @@ func tcpPingPong(ctx context.Context, cfg *benchConfig, prog *progress) ([]time.
 		d := time.Since(t)
 		if !cfg.warmingUp(i, start, t) {
 			samples = append(samples, d)
-			prog.add(1)
+			prog.Add(1)
 		}
 		if stop.last(i) {
 			break
@@ -319,33 +322,25 @@ func tcpPingPong(ctx context.Context, cfg *benchConfig, prog *progress) ([]time.
 }
 
 // tcpBench runs the baseline's two phases.
-func tcpBench(ctx context.Context, cfg *benchConfig) (bw phaseResult, lat []time.Duration, err error) {
-	prog := startProgress(cfg.progress, fmt.Sprintf("raw TCP %s %s", cfg.op, formatBytes(int64(cfg.size))), cfg.iters, cfg.duration)
-	if cfg.op == "send" {
+func tcpBench(ctx context.Context, cfg *Config) (bw phaseResult, lat []time.Duration, err error) {
+	prog := progress.Start(cfg.Progress, fmt.Sprintf("raw TCP %s %s", cfg.Op, units.Bytes(int64(cfg.Size))), cfg.Iters, cfg.Duration)
+	if cfg.Op == "send" {
 		bw, err = tcpMessages(ctx, cfg, prog)
 	} else {
 		bw, err = tcpStream(ctx, cfg, prog)
 	}
-	prog.finish()
+	prog.Finish()
 	if err != nil {
 		return bw, nil, fmt.Errorf("raw TCP stream: %w", err)
 	}
 	if !cfg.hasLatency() {
 		return bw, nil, nil
 	}
-	prog = startProgress(cfg.progress, fmt.Sprintf("raw TCP %s %s latency", cfg.op, formatBytes(int64(cfg.size))), cfg.latIters, latDuration(cfg))
+	prog = progress.Start(cfg.Progress, fmt.Sprintf("raw TCP %s %s latency", cfg.Op, units.Bytes(int64(cfg.Size))), cfg.LatIters, cfg.latDuration())
 	lat, err = tcpPingPong(ctx, cfg, prog)
-	prog.finish()
+	prog.Finish()
 	if err != nil {
 		return bw, nil, fmt.Errorf("raw TCP ping-pong: %w", err)
 	}
 	return bw, lat, nil
-}
-
-// latDuration is the latency phase's length for its progress line.
-func latDuration(cfg *benchConfig) time.Duration {
-	if cfg.latTimed {
-		return cfg.duration
-	}
-	return 0
 }

@@ -1,25 +1,19 @@
-package main
+package demo
 
 import (
 	"context"
 	"encoding/binary"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/internal/negotiated"
+	"github.com/iwarp-go/iwarp-go/internal/rping"
+	"github.com/iwarp-go/iwarp-go/internal/units"
+	"github.com/iwarp-go/iwarp-go/internal/waiter"
+	"github.com/iwarp-go/iwarp-go/stag"
 )
-
-func init() {
-	register("demo", command{
-		summary: "client and server over loopback: Send/Receive, RDMA Write and Read, every byte verified",
-		run:     runDemo,
-	})
-}
 
 // Sizes of the demo's transfers.
 const (
@@ -47,39 +41,22 @@ const (
 	msgBye      = 'B'
 )
 
-// demoHooks let tests break the demo on purpose: each may change the
+// hooks let tests break the demo on purpose: each may change the
 // server's region at the moment named.
-type demoHooks struct {
+type hooks struct {
 	beforeVerify func(region []byte)
 	afterFill    func(region []byte)
 }
 
-type demoConfig struct {
-	pcap  string
-	hooks demoHooks
-}
+// Config is one run of the demo.
+type Config struct {
+	// Pcap, if not "", is the file the client's connection is recorded
+	// into.
+	Pcap string
+	// Out receives the demo's account of each step.
+	Out io.Writer
 
-func runDemo(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfg := demoConfig{}
-	fs.StringVar(&cfg.pcap, "pcap", "", "record the client's connection into this pcap `file`")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: iwarp-peer demo [--pcap FILE]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return errUsage
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	return demo(ctx, cfg, stdout)
+	hooks hooks // tests only
 }
 
 // pattern fills b with the bytes of seed: distinct per seed and per
@@ -122,21 +99,21 @@ func parseMsg(b []byte) (typ byte, arg uint32, body []byte, err error) {
 // demoServer answers the client's messages.
 type demoServer struct {
 	qp     *conn.QP
-	cq     *completions
+	cq     *waiter.Waiter
 	region *conn.MR
 	inbox  *conn.MR
 	outbox *conn.MR
-	hooks  demoHooks
+	hooks  hooks
 }
 
-func newDemoServer(hooks demoHooks) (*demoServer, error) {
+func newDemoServer(hooks hooks) (*demoServer, error) {
 	pd := conn.NewPD()
 	cq := conn.NewCQ(64)
 	qp, err := pd.NewQP(cq, conn.QPCaps{SendDepth: 16, RecvDepth: demoSlots})
 	if err != nil {
 		return nil, err
 	}
-	s := &demoServer{qp: qp, cq: newCompletions(cq, qp), hooks: hooks}
+	s := &demoServer{qp: qp, cq: waiter.New(cq, qp), hooks: hooks}
 	s.region, err = pd.Register(make([]byte, demoRegion), conn.LocalWrite|conn.RemoteWrite|conn.RemoteRead)
 	if err == nil {
 		s.inbox, err = pd.Register(make([]byte, demoSlots*demoMsgMax), conn.LocalWrite)
@@ -161,7 +138,7 @@ func (s *demoServer) postRecv(slot int) error {
 // serve handles messages until the client says goodbye.
 func (s *demoServer) serve(ctx context.Context) error {
 	for {
-		wc, err := s.cq.wait(ctx, conn.WCRecv)
+		wc, err := s.cq.WaitFor(ctx, conn.WCRecv)
 		if err != nil {
 			return err
 		}
@@ -177,7 +154,8 @@ func (s *demoServer) serve(ctx context.Context) error {
 			if err := checkPattern(body, arg); err != nil {
 				return fmt.Errorf("server: hello message: %w", err)
 			}
-			adv := appendRpingInfo(nil, rpingInfo{Addr: s.region.Remote(0).TO, RKey: uint32(s.region.STag()), Size: demoRegion})
+			// The region is advertised as rping advertises its buffers.
+			adv := rping.AppendInfo(nil, rping.Info{Addr: s.region.Remote(0).TO, RKey: uint32(s.region.STag()), Size: demoRegion})
 			n = putMsg(out, msgAdvert, 0, adv)
 		case msgWritten:
 			if s.hooks.beforeVerify != nil {
@@ -208,7 +186,7 @@ func (s *demoServer) serve(ctx context.Context) error {
 			return err
 		}
 		// The outbox is rewritten for the next answer only after this Send.
-		if _, err := s.cq.wait(ctx, conn.WCSend); err != nil {
+		if _, err := s.cq.WaitFor(ctx, conn.WCSend); err != nil {
 			return err
 		}
 	}
@@ -217,7 +195,7 @@ func (s *demoServer) serve(ctx context.Context) error {
 // demoClient drives the demo.
 type demoClient struct {
 	qp     *conn.QP
-	cq     *completions
+	cq     *waiter.Waiter
 	src    *conn.MR // Write source
 	back   *conn.MR // Read sink
 	inbox  *conn.MR
@@ -232,7 +210,7 @@ func newDemoClient() (*demoClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &demoClient{qp: qp, cq: newCompletions(cq, qp)}
+	c := &demoClient{qp: qp, cq: waiter.New(cq, qp)}
 	c.src, err = pd.Register(make([]byte, demoRegion), 0)
 	if err == nil {
 		c.back, err = pd.Register(make([]byte, demoRegion), conn.LocalWrite)
@@ -265,10 +243,10 @@ func (c *demoClient) request(ctx context.Context, typ byte, arg uint32, body []b
 	if err := c.qp.PostSend(conn.SendWR{Op: conn.OpSend, Flags: conn.Signaled, SGL: []conn.SGE{c.outbox.SGE(0, n)}}); err != nil {
 		return 0, 0, nil, err
 	}
-	if _, err := c.cq.wait(ctx, conn.WCSend); err != nil {
+	if _, err := c.cq.WaitFor(ctx, conn.WCSend); err != nil {
 		return 0, 0, nil, err
 	}
-	wc, err := c.cq.wait(ctx, conn.WCRecv)
+	wc, err := c.cq.WaitFor(ctx, conn.WCRecv)
 	if err != nil {
 		return 0, 0, nil, err
 	}
@@ -303,7 +281,7 @@ func (c *demoClient) stream(ctx context.Context, op conn.Op, count int) error {
 			wr.Flags = conn.Signaled
 		}
 		for signaled*every >= demoWindow {
-			if _, err := c.cq.wait(ctx, wcOp); err != nil {
+			if _, err := c.cq.WaitFor(ctx, wcOp); err != nil {
 				return err
 			}
 			signaled--
@@ -316,7 +294,7 @@ func (c *demoClient) stream(ctx context.Context, op conn.Op, count int) error {
 		}
 	}
 	for ; signaled > 0; signaled-- {
-		if _, err := c.cq.wait(ctx, wcOp); err != nil {
+		if _, err := c.cq.WaitFor(ctx, wcOp); err != nil {
 			return err
 		}
 	}
@@ -331,19 +309,25 @@ func (c *demoClient) readFence(ctx context.Context) error {
 	if err := c.qp.PostSend(wr); err != nil {
 		return err
 	}
-	_, err := c.cq.wait(ctx, conn.WCRDMARead)
+	_, err := c.cq.WaitFor(ctx, conn.WCRDMARead)
 	return err
 }
 
-// demo runs the whole demonstration and writes its report to out.
-func demo(ctx context.Context, cfg demoConfig, out io.Writer) (err error) {
-	tap, closeTap, err := openPcapTap(cfg.pcap)
+// Run runs the whole demonstration and writes its account to cfg.Out: a
+// client and a server in this process over loopback TCP, Send/Receive
+// both ways, an RDMA Write and an RDMA Read of a 1 MiB region, streams of
+// each, and a ping-pong, with every byte checked.
+func Run(ctx context.Context, cfg Config) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	out := cfg.Out
+	tap, closeTap, err := openPcapTap(cfg.Pcap)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if cerr := closeTap(); err == nil && cerr != nil {
-			err = fmt.Errorf("--pcap: %w", cerr)
+			err = fmt.Errorf("recording the capture: %w", cerr)
 		}
 	}()
 
@@ -394,12 +378,12 @@ func demo(ctx context.Context, cfg demoConfig, out io.Writer) (err error) {
 	if err := cli.qp.Connect(ctx, "tcp", ln.Addr().String(), opts...); err != nil {
 		return fail("connect", err)
 	}
-	fmt.Fprintf(out, "connected %v -> %v in %s\n", cli.qp.LocalAddr(), cli.qp.RemoteAddr(), formatDuration(time.Since(t0)))
-	fmt.Fprintf(out, "  negotiated: %s\n", describeSetup(cli.qp.Negotiated()))
+	fmt.Fprintf(out, "connected %v -> %v in %s\n", cli.qp.LocalAddr(), cli.qp.RemoteAddr(), units.Duration(time.Since(t0)))
+	fmt.Fprintf(out, "  negotiated: %s\n", negotiated.Describe(cli.qp.Negotiated()))
 	bulk, pings := demoBulk, demoPings
-	if cfg.pcap != "" {
+	if cfg.Pcap != "" {
 		bulk, pings = demoBulkRecorded, demoPingsRecorded
-		fmt.Fprintf(out, "  recording the client's side into %s (fewer, slower transfers while recording)\n", cfg.pcap)
+		fmt.Fprintf(out, "  recording the client's side into %s (fewer, slower transfers while recording)\n", cfg.Pcap)
 	}
 	fmt.Fprintln(out)
 
@@ -412,18 +396,18 @@ func demo(ctx context.Context, cfg demoConfig, out io.Writer) (err error) {
 	if err == nil && typ != msgAdvert {
 		err = fmt.Errorf("answer of type %q, want %q", typ, msgAdvert)
 	}
-	var adv rpingInfo
+	var adv rping.Info
 	if err == nil {
-		adv, err = parseRpingInfo(body)
+		adv, err = rping.ParseInfo(body)
 	}
 	if err != nil {
 		return fail("send/receive", err)
 	}
-	moved += demoHello + 8 + 8 + rpingInfoLen
-	cli.remote = conn.RemoteAddr{STag: stagOf(adv.RKey), TO: adv.Addr}
-	fmt.Fprintf(out, "  send   client -> server  %9s  received intact by the server\n", formatBytes(demoHello+8))
+	moved += demoHello + 8 + 8 + rping.InfoLen
+	cli.remote = conn.RemoteAddr{STag: stag.STag(adv.RKey), TO: adv.Addr}
+	fmt.Fprintf(out, "  send   client -> server  %9s  received intact by the server\n", units.Bytes(demoHello+8))
 	fmt.Fprintf(out, "  send   server -> client  %9s  the server's region: STag %#08x, TO %#x, %s\n",
-		formatBytes(8+rpingInfoLen), adv.RKey, adv.Addr, formatBytes(int64(adv.Size)))
+		units.Bytes(8+rping.InfoLen), adv.RKey, adv.Addr, units.Bytes(int64(adv.Size)))
 
 	// 2. One RDMA Write of the whole region, checked by the server.
 	pattern(cli.src.Bytes(), 2)
@@ -434,7 +418,7 @@ func demo(ctx context.Context, cfg demoConfig, out io.Writer) (err error) {
 		return fail("rdma write", err)
 	}
 	moved += demoRegion
-	fmt.Fprintf(out, "  write  client -> server  %9s  every byte checked by the server\n", formatBytes(demoRegion))
+	fmt.Fprintf(out, "  write  client -> server  %9s  every byte checked by the server\n", units.Bytes(demoRegion))
 
 	// 3. One RDMA Read of the region, which the server refilled.
 	if err := cli.stream(ctx, conn.OpRead, 1); err != nil {
@@ -444,10 +428,10 @@ func demo(ctx context.Context, cfg demoConfig, out io.Writer) (err error) {
 		return fail("rdma read", err)
 	}
 	moved += demoRegion
-	fmt.Fprintf(out, "  read   server -> client  %9s  every byte checked by the client\n", formatBytes(demoRegion))
+	fmt.Fprintf(out, "  read   server -> client  %9s  every byte checked by the client\n", units.Bytes(demoRegion))
 
 	// 4. Throughput: a stream of Writes, then of Reads, each verified.
-	fmt.Fprintf(out, "\nthroughput: %d messages of %s, %d in flight\n", bulk, formatBytes(demoRegion), demoWindow)
+	fmt.Fprintf(out, "\nthroughput: %d messages of %s, %d in flight\n", bulk, units.Bytes(demoRegion), demoWindow)
 	pattern(cli.src.Bytes(), 4)
 	total := int64(bulk) * demoRegion
 	t0 = time.Now()
@@ -463,7 +447,7 @@ func demo(ctx context.Context, cfg demoConfig, out io.Writer) (err error) {
 		return fail("rdma write stream", err)
 	}
 	moved += total
-	fmt.Fprintf(out, "  rdma write  %s in %s = %s (until a Read behind them returned)\n", formatBytes(total), formatDuration(d), formatRate(total, d))
+	fmt.Fprintf(out, "  rdma write  %s in %s = %s (until a Read behind them returned)\n", units.Bytes(total), units.Duration(d), units.Rate(total, d))
 	t0 = time.Now()
 	err = cli.stream(ctx, conn.OpRead, bulk)
 	d = time.Since(t0)
@@ -474,7 +458,7 @@ func demo(ctx context.Context, cfg demoConfig, out io.Writer) (err error) {
 		return fail("rdma read stream", err)
 	}
 	moved += total
-	fmt.Fprintf(out, "  rdma read   %s in %s = %s\n", formatBytes(total), formatDuration(d), formatRate(total, d))
+	fmt.Fprintf(out, "  rdma read   %s in %s = %s\n", units.Bytes(total), units.Duration(d), units.Rate(total, d))
 
 	// 5. Latency: 8-byte Sends answered by 8-byte Sends.
 	samples := make([]time.Duration, pings)
@@ -490,9 +474,9 @@ func demo(ctx context.Context, cfg demoConfig, out io.Writer) (err error) {
 		}
 	}
 	moved += 2 * 8 * int64(pings)
-	p50, p99 := latencySummary(samples)
+	p50, p99 := units.Latency(samples)
 	fmt.Fprintf(out, "\nlatency: %d round trips of an 8-byte Send answered by an 8-byte Send\n", pings)
-	fmt.Fprintf(out, "  median %s, 99th percentile %s\n", formatDuration(p50), formatDuration(p99))
+	fmt.Fprintf(out, "  median %s, 99th percentile %s\n", units.Duration(p50), units.Duration(p99))
 
 	// Goodbye: the server ends its loop; both sides close.
 	if err := cli.send(ctx, msgBye); err != nil {
@@ -503,7 +487,7 @@ func demo(ctx context.Context, cfg demoConfig, out io.Writer) (err error) {
 	}
 	cli.qp.Close()
 	srv.qp.Close()
-	fmt.Fprintf(out, "\nOK: %s moved, every byte verified\n", formatBytes(moved))
+	fmt.Fprintf(out, "\nOK: %s moved, every byte verified\n", units.Bytes(moved))
 	return nil
 }
 
@@ -526,6 +510,6 @@ func (c *demoClient) send(ctx context.Context, typ byte) error {
 	if err := c.qp.PostSend(conn.SendWR{Op: conn.OpSend, Flags: conn.Signaled, SGL: []conn.SGE{c.outbox.SGE(0, n)}}); err != nil {
 		return err
 	}
-	_, err := c.cq.wait(ctx, conn.WCSend)
+	_, err := c.cq.WaitFor(ctx, conn.WCSend)
 	return err
 }

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bytes"
@@ -9,13 +9,14 @@ import (
 
 	"github.com/iwarp-go/iwarp-go/dissect"
 	"github.com/iwarp-go/iwarp-go/dissect/tsharktest"
+	"github.com/iwarp-go/iwarp-go/internal/rping"
 	"github.com/iwarp-go/iwarp-go/rdmap"
 	"github.com/stretchr/testify/require"
 )
 
 func TestDemo_RunsAndVerifies(t *testing.T) {
-	var out, errb bytes.Buffer
-	require.Equal(t, 0, run([]string{"demo"}, &out, &errb), errb.String())
+	var out bytes.Buffer
+	require.NoError(t, Run(context.Background(), Config{Out: &out}))
 	o := out.String()
 	for _, want := range []string{
 		"connected 127.0.0.1:",
@@ -32,21 +33,20 @@ func TestDemo_RunsAndVerifies(t *testing.T) {
 	} {
 		require.Contains(t, o, want)
 	}
-	require.Empty(t, errb.String())
 }
 
-func demoWithHooks(t *testing.T, hooks demoHooks) (string, error) {
+func demoWithHooks(t *testing.T, h hooks) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	err := demo(ctx, demoConfig{hooks: hooks}, &out)
+	err := Run(ctx, Config{Out: &out, hooks: h})
 	return out.String(), err
 }
 
 // The server's check of the written bytes can fail, and the demo says so.
 func TestDemo_DetectsWrongWrittenBytes(t *testing.T) {
-	out, err := demoWithHooks(t, demoHooks{beforeVerify: func(b []byte) { b[12345] ^= 0x20 }})
+	out, err := demoWithHooks(t, hooks{beforeVerify: func(b []byte) { b[12345] ^= 0x20 }})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "rdma write: the server reports: byte 12345 of 1048576 is")
 	require.NotContains(t, out, "OK:")
@@ -54,16 +54,10 @@ func TestDemo_DetectsWrongWrittenBytes(t *testing.T) {
 
 // The client's check of the bytes read back can fail too.
 func TestDemo_DetectsWrongReadBytes(t *testing.T) {
-	out, err := demoWithHooks(t, demoHooks{afterFill: func(b []byte) { b[len(b)-1]++ }})
+	out, err := demoWithHooks(t, hooks{afterFill: func(b []byte) { b[len(b)-1]++ }})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "rdma read: byte 1048575 of 1048576 is")
 	require.NotContains(t, out, "OK:")
-}
-
-func TestDemo_Usage(t *testing.T) {
-	var o, e bytes.Buffer
-	require.Equal(t, 2, run([]string{"demo", "extra"}, &o, &e))
-	require.Contains(t, e.String(), "usage: iwarp-peer demo")
 }
 
 func TestPattern(t *testing.T) {
@@ -82,8 +76,8 @@ func TestPattern(t *testing.T) {
 // demo's conversation with every CRC good.
 func TestDemo_Pcap(t *testing.T) {
 	path := t.TempDir() + "/demo.pcap"
-	var out, errb bytes.Buffer
-	require.Equal(t, 0, run([]string{"demo", "--pcap", path}, &out, &errb), errb.String())
+	var out bytes.Buffer
+	require.NoError(t, Run(context.Background(), Config{Pcap: path, Out: &out}))
 	require.Contains(t, out.String(), "recording the client's side into "+path)
 	require.Contains(t, out.String(), "OK: 6.0 MiB moved, every byte verified")
 
@@ -105,7 +99,7 @@ func TestDemo_Pcap(t *testing.T) {
 	require.Equal(t, (1+demoBulkRecorded)*mib+8, payload[[2]int{down, int(rdmap.OpReadResponse)}], "Read Responses, the 8-byte fence included")
 	// hello + Written ×2 + pings + goodbye, each with its 8-byte header.
 	require.Equal(t, 8+demoHello+2*8+demoPingsRecorded*8+8, payload[[2]int{up, int(rdmap.OpSend)}], "client Sends")
-	require.Equal(t, 8+rpingInfoLen+2*8+demoPingsRecorded*8, payload[[2]int{down, int(rdmap.OpSend)}], "server Sends")
+	require.Equal(t, 8+rping.InfoLen+2*8+demoPingsRecorded*8, payload[[2]int{down, int(rdmap.OpSend)}], "server Sends")
 
 	// Wireshark reads the same capture: nothing malformed, every FPDU's CRC
 	// good (skipped without tshark, required in CI).
@@ -126,7 +120,7 @@ func TestDemo_Pcap(t *testing.T) {
 }
 
 func TestDemo_PcapUnwritable(t *testing.T) {
-	var out, errb bytes.Buffer
-	require.Equal(t, 1, run([]string{"demo", "--pcap", t.TempDir() + "/no/such/dir/x.pcap"}, &out, &errb))
-	require.Contains(t, errb.String(), "--pcap: open ")
+	var out bytes.Buffer
+	err := Run(context.Background(), Config{Pcap: t.TempDir() + "/no/such/dir/x.pcap", Out: &out})
+	require.ErrorContains(t, err, "recording the capture: open ")
 }

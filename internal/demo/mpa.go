@@ -1,11 +1,10 @@
-package main
+package demo
 
 import (
 	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -14,42 +13,11 @@ import (
 	"github.com/iwarp-go/iwarp-go/mpa"
 )
 
-func init() {
-	c := command{
-		summary: "walk through MPA connection setup and FPDU framing over loopback TCP",
-		run: func(args []string, stdout, stderr io.Writer) error {
-			return runMPADemo(context.Background(), args, stdout)
-		},
-	}
-	register("mpa-demo", c)
-}
-
-// usageError is a command-line mistake; run reports it with exit status 2.
-type usageError struct{ msg string }
-
-func (e usageError) Error() string        { return e.msg }
-func (e usageError) Is(target error) bool { return target == errUsage }
-
-// runMPADemo shows the MPA layer at work on loopback TCP: connection setup,
-// FPDUs with CRC32c, markers, a corrupted FPDU and a rejected Request. It
-// stands in for the full stack until the DDP and RDMAP layers exist; the
-// ULPDUs carry DDP-shaped headers but nothing interprets them.
-func runMPADemo(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("mpa-demo", flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.Usage = func() {
-		fmt.Fprintln(out, "usage: iwarp-peer mpa-demo")
-		fmt.Fprintln(out, "Runs an MPA initiator and responder in this process over loopback TCP and explains each step.")
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
-	}
+// MPA walks through the MPA layer at work on loopback TCP, explaining
+// each step on out: connection setup, FPDUs with CRC32c, markers, a
+// corrupted FPDU and a rejected Request. The ULPDUs carry DDP-shaped
+// headers but nothing interprets them: this is MPA (package mpa) alone.
+func MPA(ctx context.Context, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bytes"
@@ -12,9 +12,8 @@ import (
 // The MPA walk-through runs the real MPA code end to end; its account must
 // report each outcome it claims.
 func TestMPADemo_RunsAndReports(t *testing.T) {
-	var out, errOut bytes.Buffer
-	code := run([]string{"mpa-demo"}, &out, &errOut)
-	require.Equal(t, 0, code, errOut.String())
+	var out bytes.Buffer
+	require.NoError(t, MPA(context.Background(), &out))
 	s := out.String()
 	for _, want := range []string{
 		`initiator → Request rev 2 flags C|E PD_Length 28 IRD 4 ORD 8 private data "hello from the initiator"`,
@@ -35,16 +34,9 @@ func TestMPADemo_RunsAndReports(t *testing.T) {
 	require.Equal(t, 3, strings.Count(s, "placed in its buffer, CRC ok"), "three FPDUs checked on the responder")
 }
 
-func TestMPADemo_Usage(t *testing.T) {
-	var out, errOut bytes.Buffer
-	require.Equal(t, 2, run([]string{"mpa-demo", "extra"}, &out, &errOut))
-	require.Equal(t, 2, run([]string{"mpa-demo", "-h"}, &out, &errOut))
-	require.Contains(t, out.String(), "usage: iwarp-peer mpa-demo")
-}
-
 func TestMPADemo_CancelledContextFails(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var out bytes.Buffer
-	require.Error(t, runMPADemo(ctx, nil, &out))
+	require.Error(t, MPA(ctx, &out))
 }

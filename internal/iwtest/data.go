@@ -1,4 +1,4 @@
-package main
+package iwtest
 
 import (
 	"fmt"
@@ -10,13 +10,13 @@ import (
 // and every sink checks, and where the pieces of one message lie in a
 // local buffer when it is gathered from or scattered into several SGEs.
 const (
-	iwtMaxSGE    = 6
-	iwtSGEGap    = 16
-	iwtGuard     = 64
-	iwtGuardByte = 0xA5
+	MaxSGE    = 6
+	sgeGap    = 16
+	guardLen  = 64
+	guardByte = 0xA5
 )
 
-func iwtFmix32(x uint32) uint32 {
+func fmix32(x uint32) uint32 {
 	x ^= x >> 16
 	x *= 0x85ebca6b
 	x ^= x >> 13
@@ -26,36 +26,44 @@ func iwtFmix32(x uint32) uint32 {
 }
 
 // seed is the pattern seed of the phase (PROTOCOL.md §6).
-func (ph iwtPhase) seed() uint32 {
-	return iwtFmix32(iwtFmix32(iwtFmix32(uint32(ph.test)*256+uint32(ph.dir))+ph.iter) + ph.size)
+func (ph phase) seed() uint32 {
+	return fmix32(fmix32(fmix32(uint32(ph.test)*256+uint32(ph.dir))+ph.iter) + ph.size)
 }
 
-// iwtPatternFill writes message bytes from…from+len(dst) of the pattern
+// Pattern is the data of iteration iter, of size bytes, of test t in
+// direction dir (0: c2s, 1: s2c): what --print-pattern prints.
+func Pattern(t Test, dir uint8, iter, size uint32) []byte {
+	b := make([]byte, size)
+	patternFill(b, phase{test: t, dir: dir, iter: iter, size: size}.seed(), 0, false)
+	return b
+}
+
+// patternFill writes message bytes from…from+len(dst) of the pattern
 // with the given seed into dst, or their complement.
-func iwtPatternFill(dst []byte, seed uint32, from int, invert bool) {
+func patternFill(dst []byte, seed uint32, from int, invert bool) {
 	var x byte
 	if invert {
 		x = 0xff
 	}
 	m := from
-	w := iwtFmix32(seed + uint32(m>>2))
+	w := fmix32(seed + uint32(m>>2))
 	for i := range dst {
 		if m&3 == 0 {
-			w = iwtFmix32(seed + uint32(m>>2))
+			w = fmix32(seed + uint32(m>>2))
 		}
 		dst[i] = byte(w>>(8*(m&3))) ^ x
 		m++
 	}
 }
 
-// iwtPatternCheck returns the index of the first byte of src that differs
+// patternCheck returns the index of the first byte of src that differs
 // from the pattern at message offset from, or -1.
-func iwtPatternCheck(src []byte, seed uint32, from int) int {
+func patternCheck(src []byte, seed uint32, from int) int {
 	m := from
-	w := iwtFmix32(seed + uint32(m>>2))
+	w := fmix32(seed + uint32(m>>2))
 	for i, b := range src {
 		if m&3 == 0 {
-			w = iwtFmix32(seed + uint32(m>>2))
+			w = fmix32(seed + uint32(m>>2))
 		}
 		if b != byte(w>>(8*(m&3))) {
 			return i
@@ -65,20 +73,20 @@ func iwtPatternCheck(src []byte, seed uint32, from int) int {
 	return -1
 }
 
-// iwtLayout places a message in a local buffer. With one piece the message
+// layout places a message in a local buffer. With one piece the message
 // lies contiguous at offset 0; with several the pieces are stored in
 // reverse order with gaps, so only a correct gather or scatter puts the
 // bytes back in order.
-type iwtLayout struct {
+type layout struct {
 	k    int
-	off  [iwtMaxSGE]int
-	len  [iwtMaxSGE]int
+	off  [MaxSGE]int
+	len  [MaxSGE]int
 	span int
 }
 
-func makeIwtLayout(size uint32, k int) iwtLayout {
-	k = max(1, min(k, iwtMaxSGE, int(size)))
-	l := iwtLayout{k: k}
+func makeLayout(size uint32, k int) layout {
+	k = max(1, min(k, MaxSGE, int(size)))
+	l := layout{k: k}
 	base, extra := int(size)/k, int(size)%k
 	for j := range k {
 		l.len[j] = base
@@ -88,7 +96,7 @@ func makeIwtLayout(size uint32, k int) iwtLayout {
 	}
 	gap := 0
 	if k > 1 {
-		gap = iwtSGEGap
+		gap = sgeGap
 	}
 	loc := 0
 	for j := k - 1; j >= 0; j-- {
@@ -100,28 +108,28 @@ func makeIwtLayout(size uint32, k int) iwtLayout {
 }
 
 // need is how many buffer bytes the layout uses, guard included.
-func (l *iwtLayout) need() int { return l.span + iwtGuard }
+func (l *layout) need() int { return l.span + guardLen }
 
 // fill writes the pieces with the pattern (invert: its complement) and
 // the gaps and the guard after the span with the guard byte.
-func (l *iwtLayout) fill(buf []byte, seed uint32, invert bool) {
+func (l *layout) fill(buf []byte, seed uint32, invert bool) {
 	b := buf[:l.need()]
 	for i := range b {
-		b[i] = iwtGuardByte
+		b[i] = guardByte
 	}
 	mo := 0
 	for j := range l.k {
-		iwtPatternFill(buf[l.off[j]:l.off[j]+l.len[j]], seed, mo, invert)
+		patternFill(buf[l.off[j]:l.off[j]+l.len[j]], seed, mo, invert)
 		mo += l.len[j]
 	}
 }
 
 // check returns nil if the pieces hold the pattern and every byte around
 // them still holds the guard byte.
-func (l *iwtLayout) check(buf []byte, seed uint32) error {
+func (l *layout) check(buf []byte, seed uint32) error {
 	mo := 0
 	for j := range l.k {
-		if bad := iwtPatternCheck(buf[l.off[j]:l.off[j]+l.len[j]], seed, mo); bad >= 0 {
+		if bad := patternCheck(buf[l.off[j]:l.off[j]+l.len[j]], seed, mo); bad >= 0 {
 			return fmt.Errorf("data mismatch at message offset %d", mo+bad)
 		}
 		mo += l.len[j]
@@ -133,7 +141,7 @@ func (l *iwtLayout) check(buf []byte, seed uint32) error {
 			next = l.off[j-1]
 		}
 		for i := end; i < next; i++ {
-			if buf[i] != iwtGuardByte {
+			if buf[i] != guardByte {
 				return fmt.Errorf("write outside the message at buffer offset %d", i)
 			}
 		}
@@ -142,7 +150,7 @@ func (l *iwtLayout) check(buf []byte, seed uint32) error {
 }
 
 // sges returns one SGE per piece, in message order, into dst.
-func (l *iwtLayout) sges(dst []conn.SGE, mr *conn.MR) []conn.SGE {
+func (l *layout) sges(dst []conn.SGE, mr *conn.MR) []conn.SGE {
 	dst = dst[:0]
 	for j := range l.k {
 		dst = append(dst, mr.SGE(l.off[j], l.len[j]))

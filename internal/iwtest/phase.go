@@ -1,9 +1,10 @@
-package main
+package iwtest
 
 import (
 	"context"
 
 	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/internal/negotiated"
 	"github.com/iwarp-go/iwarp-go/stag"
 )
 
@@ -12,49 +13,49 @@ import (
 
 // sges is how many SGEs a test gathers from (the source) or scatters into
 // (the receiver of a Send).
-func (e *iwtEndpoint) sges(t iwtTest, recvSide bool) int {
+func (e *endpoint) sges(t Test, recvSide bool) int {
 	switch {
-	case t == iwtSendSGE:
-		return e.cfg.nsge
-	case t == iwtWriteSGE && !recvSide:
-		return e.cfg.nsge
+	case t == TestSendSGE:
+		return e.cfg.SGEs
+	case t == TestWriteSGE && !recvSide:
+		return e.cfg.SGEs
 	}
 	return 1
 }
 
 // sinkAdvert is the buffer this side advertises as an RDMA Write sink:
 // with --provoke one the peer's Write must fail on (PROTOCOL.md §7).
-func (e *iwtEndpoint) sinkAdvert(m *iwtMsg, size uint32) {
+func (e *endpoint) sinkAdvert(m *message, size uint32) {
 	r := e.buf.Remote(0)
 	m.Addr, m.STag, m.Len = r.TO, uint32(r.STag), size
-	switch e.cfg.provoke {
-	case iwtProvokeAccess:
+	switch e.cfg.Provoke {
+	case ProvokeAccess:
 		m.STag = uint32(e.noacc.STag())
-	case iwtProvokeBounds:
+	case ProvokeBounds:
 		m.Addr = e.buf.Remote(e.buf.Len() - int(size/2)).TO
 	}
 }
 
 // provoked turns the outcome of waiting for DONE after advertising a bad
 // sink into the phase's status: the connection must have failed.
-func (e *iwtEndpoint) provoked(err error) (iwtStatus, error) {
+func (e *endpoint) provoked(err error) (status, error) {
 	if err != nil && e.dead {
-		e.printf("TERMINATED role=%s provoke=%s\n", e.role(), e.cfg.provokeName())
-		return iwtTerminated, err
+		e.printf("TERMINATED role=%s provoke=%s\n", e.role(), e.cfg.Provoke)
+		return stTerminated, err
 	}
-	return iwtNotTerminated, err
+	return stNotTerminated, err
 }
 
 // postDataSend posts the data message of a send test (this side is the
 // source); invSTag is the peer's region to invalidate for send_inv.
-func (e *iwtEndpoint) postDataSend(ph *iwtPhase, invSTag uint32) (uint64, error) {
-	l := makeIwtLayout(ph.size, e.sges(ph.test, false))
+func (e *endpoint) postDataSend(ph *phase, invSTag uint32) (uint64, error) {
+	l := makeLayout(ph.size, e.sges(ph.test, false))
 	l.fill(e.buf.Bytes(), ph.seed(), false)
 	wr := conn.SendWR{ID: e.nextID(), Op: conn.OpSend, SGL: l.sges(e.sgl[:], e.buf)}
 	switch ph.test {
-	case iwtSendSE:
+	case TestSendSE:
 		wr.Flags |= conn.Solicited
-	case iwtSendInv:
+	case TestSendInv:
 		wr.Op, wr.InvSTag = conn.OpSendInv, stag.STag(invSTag)
 	}
 	return wr.ID, e.post(wr)
@@ -63,20 +64,20 @@ func (e *iwtEndpoint) postDataSend(ph *iwtPhase, invSTag uint32) (uint64, error)
 // writeAndDone posts the RDMA Write and right behind it DONE, without
 // waiting in between: RDMAP places the Write before it delivers the Send
 // that follows it on the stream, so DONE's arrival means the data is there.
-func (e *iwtEndpoint) writeAndDone(ctx context.Context, ph *iwtPhase, dst *iwtMsg) error {
+func (e *endpoint) writeAndDone(ctx context.Context, ph *phase, dst *message) error {
 	if dst.Len < ph.size {
 		e.errorf("advertised sink of %d bytes is smaller than %d", dst.Len, ph.size)
-		return errIwtProtocol
+		return errProtocol
 	}
-	l := makeIwtLayout(ph.size, e.sges(ph.test, false))
+	l := makeLayout(ph.size, e.sges(ph.test, false))
 	l.fill(e.buf.Bytes(), ph.seed(), false)
-	done := ph.msg(iwtDone, iwtOK)
-	appendIwtCtrl(e.csend.Bytes()[:0], &done)
+	done := ph.msg(msgDone, stOK)
+	appendCtrl(e.csend.Bytes()[:0], &done)
 	wid, did := e.nextID(), e.nextID()
 	err := e.post(
 		conn.SendWR{ID: wid, Op: conn.OpWrite, SGL: l.sges(e.sgl[:], e.buf),
 			Remote: conn.RemoteAddr{STag: stag.STag(dst.STag), TO: dst.Addr}},
-		conn.SendWR{ID: did, Op: conn.OpSend, SGL: []conn.SGE{e.csend.SGE(0, iwtCtrlLen)}},
+		conn.SendWR{ID: did, Op: conn.OpSend, SGL: []conn.SGE{e.csend.SGE(0, ctrlLen)}},
 	)
 	if err != nil {
 		return err
@@ -89,12 +90,12 @@ func (e *iwtEndpoint) writeAndDone(ctx context.Context, ph *iwtPhase, dst *iwtMs
 
 // doRead reads size bytes from the advertised source into the local
 // buffer with one SGE (siw's max_sge_rd is 1) and checks them.
-func (e *iwtEndpoint) doRead(ctx context.Context, ph *iwtPhase, src *iwtMsg) (iwtStatus, error) {
+func (e *endpoint) doRead(ctx context.Context, ph *phase, src *message) (status, error) {
 	if src.Len < ph.size {
 		e.errorf("advertised source of %d bytes is smaller than %d", src.Len, ph.size)
-		return iwtProtocol, errIwtProtocol
+		return stProtocol, errProtocol
 	}
-	l := makeIwtLayout(ph.size, 1)
+	l := makeLayout(ph.size, 1)
 	l.fill(e.buf.Bytes(), ph.seed(), true)
 	id := e.nextID()
 	err := e.post(conn.SendWR{ID: id, Op: conn.OpRead, SGL: []conn.SGE{e.buf.SGE(0, int(ph.size))},
@@ -103,24 +104,24 @@ func (e *iwtEndpoint) doRead(ctx context.Context, ph *iwtPhase, src *iwtMsg) (iw
 		err = e.waitSend(ctx, id, "RDMA Read")
 	}
 	if err != nil {
-		return iwtStatusOf(err), err
+		return statusOf(err), err
 	}
 	return e.checkSink(&l, ph), nil
 }
 
-func (e *iwtEndpoint) checkSink(l *iwtLayout, ph *iwtPhase) iwtStatus {
+func (e *endpoint) checkSink(l *layout, ph *phase) status {
 	if err := l.check(e.buf.Bytes(), ph.seed()); err != nil {
 		e.tracef("%v", err)
-		return iwtMismatch
+		return stMismatch
 	}
-	return iwtOK
+	return stOK
 }
 
 // armDataRecv prepares this side for the data message of a send test:
 // the sink holds the complement of the pattern, and the receive is
 // posted before this side sends the message that lets the peer send.
-func (e *iwtEndpoint) armDataRecv(ph *iwtPhase) (iwtLayout, error) {
-	l := makeIwtLayout(ph.size, e.sges(ph.test, true))
+func (e *endpoint) armDataRecv(ph *phase) (layout, error) {
+	l := makeLayout(ph.size, e.sges(ph.test, true))
 	l.fill(e.buf.Bytes(), ph.seed(), true)
 	return l, e.postRecv(l.sges(e.sgl[:], e.buf))
 }
@@ -129,44 +130,44 @@ func (e *iwtEndpoint) armDataRecv(ph *iwtPhase) (iwtLayout, error) {
 // RDMAP opcode of the Send, so it checks the Solicited Event bit (send_se
 // has it, the others do not) and, for send_inv, that exactly inv was
 // invalidated.
-func (e *iwtEndpoint) checkDataRecv(ctx context.Context, ph *iwtPhase, l *iwtLayout, inv *conn.MR) (iwtStatus, error) {
+func (e *endpoint) checkDataRecv(ctx context.Context, ph *phase, l *layout, inv *conn.MR) (status, error) {
 	wc, err := e.waitRecv(ctx, "data Send")
 	if err != nil {
-		return iwtStatusOf(err), err
+		return statusOf(err), err
 	}
-	st := iwtOK
+	st := stOK
 	solicited := wc.Flags&conn.WCSolicited != 0
-	if ph.test == iwtSendSE {
-		e.printf("SOLICITED role=%s iter=%d size=%d event=%s\n", e.role(), ph.iter, ph.size, iwtYesNo(solicited))
+	if ph.test == TestSendSE {
+		e.printf("SOLICITED role=%s iter=%d size=%d event=%s\n", e.role(), ph.iter, ph.size, negotiated.YesNo(solicited))
 	}
-	if solicited != (ph.test == iwtSendSE) {
-		e.errorf("data Send: Solicited Event %t, want %t", solicited, ph.test == iwtSendSE)
-		st = iwtSolicited
+	if solicited != (ph.test == TestSendSE) {
+		e.errorf("data Send: Solicited Event %t, want %t", solicited, ph.test == TestSendSE)
+		st = stSolicited
 	}
 	if wc.Op != conn.WCRecv || wc.ByteLen != ph.size {
 		e.errorf("data Send: %s, %d bytes, want %d", wc.Op, wc.ByteLen, ph.size)
-		return iwtLength, nil
+		return stLength, nil
 	}
 	invalidated := wc.Flags&conn.WCWithInv != 0
 	if inv != nil {
 		want := uint32(inv.STag())
-		e.printf("INVALIDATE role=%s iter=%d size=%d stag=0x%08x reported=%s\n", e.role(), ph.iter, ph.size, want, iwtYesNo(invalidated))
+		e.printf("INVALIDATE role=%s iter=%d size=%d stag=0x%08x reported=%s\n", e.role(), ph.iter, ph.size, want, negotiated.YesNo(invalidated))
 		if !invalidated || wc.InvSTag != want {
 			e.errorf("Send with Invalidate: invalidated %t STag 0x%08x, want 0x%08x", invalidated, wc.InvSTag, want)
-			st = iwtInvalidate
+			st = stInvalidate
 		}
 	} else if invalidated {
 		e.errorf("unexpected invalidation of STag 0x%08x", wc.InvSTag)
-		st = iwtInvalidate
+		st = stInvalidate
 	}
-	if d := e.checkSink(l, ph); d != iwtOK {
+	if d := e.checkSink(l, ph); d != stOK {
 		return d, nil
 	}
 	return st, nil
 }
 
 // regInv registers a fresh region for a Send with Invalidate to name.
-func (e *iwtEndpoint) regInv() (*conn.MR, error) {
+func (e *endpoint) regInv() (*conn.MR, error) {
 	mr, err := e.pd.Register(e.inv, conn.LocalWrite|conn.RemoteWrite|conn.RemoteRead)
 	if err != nil {
 		return nil, e.fail("registering the invalidation region", err)
@@ -174,7 +175,7 @@ func (e *iwtEndpoint) regInv() (*conn.MR, error) {
 	return mr, nil
 }
 
-func (e *iwtEndpoint) dropInv(mr *conn.MR) {
+func (e *endpoint) dropInv(mr *conn.MR) {
 	if mr != nil {
 		if err := mr.Deregister(); err != nil {
 			e.errorf("deregistering the invalidation region: %v", err)
@@ -182,21 +183,14 @@ func (e *iwtEndpoint) dropInv(mr *conn.MR) {
 	}
 }
 
-func iwtYesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
-
 // clientPhase runs one phase on the client.
-func (e *iwtEndpoint) clientPhase(ctx context.Context, ph *iwtPhase) (iwtStatus, error) {
-	begin := ph.msg(iwtBegin, iwtOK)
-	fatal := func(err error) (iwtStatus, error) { return iwtStatusOf(err), err }
+func (e *endpoint) clientPhase(ctx context.Context, ph *phase) (status, error) {
+	begin := ph.msg(msgBegin, stOK)
+	fatal := func(err error) (status, error) { return statusOf(err), err }
 
 	if ph.dir == 0 { // the client is the data source
-		if ph.test == iwtRead {
-			l := makeIwtLayout(ph.size, 1)
+		if ph.test == TestRead {
+			l := makeLayout(ph.size, 1)
 			l.fill(e.buf.Bytes(), ph.seed(), false)
 			r := e.buf.Remote(0)
 			begin.Addr, begin.STag, begin.Len = r.TO, uint32(r.STag), ph.size
@@ -206,11 +200,11 @@ func (e *iwtEndpoint) clientPhase(ctx context.Context, ph *iwtPhase) (iwtStatus,
 			if err := e.sendCtrl(ctx, begin); err != nil {
 				return fatal(err)
 			}
-			m, err := e.recvCtrl(ctx, iwtAck, ph)
+			m, err := e.recvCtrl(ctx, msgAck, ph)
 			if err != nil {
 				return fatal(err)
 			}
-			return iwtStatus(m.Status), nil
+			return status(m.Status), nil
 		}
 		if err := e.postCtrlRecv(); err != nil {
 			return fatal(err)
@@ -218,9 +212,9 @@ func (e *iwtEndpoint) clientPhase(ctx context.Context, ph *iwtPhase) (iwtStatus,
 		if err := e.sendCtrl(ctx, begin); err != nil {
 			return fatal(err)
 		}
-		want := iwtBuf
-		if ph.test.isSend() && ph.test != iwtSendInv {
-			want = iwtGo
+		want := msgBuf
+		if ph.test.isSend() && ph.test != TestSendInv {
+			want = msgGo
 		}
 		m, err := e.recvCtrl(ctx, want, ph)
 		if err != nil {
@@ -242,29 +236,29 @@ func (e *iwtEndpoint) clientPhase(ctx context.Context, ph *iwtPhase) (iwtStatus,
 				return fatal(err)
 			}
 		}
-		m, err = e.recvCtrl(ctx, iwtAck, ph)
+		m, err = e.recvCtrl(ctx, msgAck, ph)
 		if err != nil {
 			return fatal(err)
 		}
-		return iwtStatus(m.Status), nil
+		return status(m.Status), nil
 	}
 
 	// The server is the data source.
-	var st iwtStatus
+	var st status
 	switch {
 	case ph.test.isWrite():
-		l := makeIwtLayout(ph.size, 1)
+		l := makeLayout(ph.size, 1)
 		l.fill(e.buf.Bytes(), ph.seed(), true)
 		e.sinkAdvert(&begin, ph.size)
 		err := e.postCtrlRecv()
 		if err == nil {
 			err = e.sendCtrl(ctx, begin)
 		}
-		var m iwtMsg
+		var m message
 		if err == nil {
-			m, err = e.recvCtrl(ctx, iwtDone, ph)
+			m, err = e.recvCtrl(ctx, msgDone, ph)
 		}
-		if e.cfg.provoke != 0 {
+		if e.cfg.Provoke != 0 {
 			// The peer may write (and this side fail) before the
 			// completion of the advertisement is seen.
 			return e.provoked(err)
@@ -272,18 +266,18 @@ func (e *iwtEndpoint) clientPhase(ctx context.Context, ph *iwtPhase) (iwtStatus,
 		if err != nil {
 			return fatal(err)
 		}
-		st = iwtStatus(m.Status)
-		if st == iwtOK {
+		st = status(m.Status)
+		if st == stOK {
 			st = e.checkSink(&l, ph)
 		}
-	case ph.test == iwtRead:
+	case ph.test == TestRead:
 		if err := e.postCtrlRecv(); err != nil {
 			return fatal(err)
 		}
 		if err := e.sendCtrl(ctx, begin); err != nil {
 			return fatal(err)
 		}
-		m, err := e.recvCtrl(ctx, iwtBuf, ph)
+		m, err := e.recvCtrl(ctx, msgBuf, ph)
 		if err != nil {
 			return fatal(err)
 		}
@@ -299,41 +293,41 @@ func (e *iwtEndpoint) clientPhase(ctx context.Context, ph *iwtPhase) (iwtStatus,
 	if err := e.postCtrlRecv(); err != nil {
 		return fatal(err)
 	}
-	if err := e.sendCtrl(ctx, ph.msg(iwtAck, st)); err != nil {
+	if err := e.sendCtrl(ctx, ph.msg(msgAck, st)); err != nil {
 		return fatal(err)
 	}
-	m, err := e.recvCtrl(ctx, iwtAck, ph)
+	m, err := e.recvCtrl(ctx, msgAck, ph)
 	if err != nil {
 		return fatal(err)
 	}
-	return iwtStatus(m.Status), nil
+	return status(m.Status), nil
 }
 
 // serverPhase runs one phase on the server; m1 is the BEGIN that opened it.
-func (e *iwtEndpoint) serverPhase(ctx context.Context, ph *iwtPhase, m1 *iwtMsg) (iwtStatus, error) {
-	fatal := func(err error) (iwtStatus, error) { return iwtStatusOf(err), err }
+func (e *endpoint) serverPhase(ctx context.Context, ph *phase, m1 *message) (status, error) {
+	fatal := func(err error) (status, error) { return statusOf(err), err }
 
 	if ph.dir == 0 { // the client is the data source
-		var st iwtStatus
+		var st status
 		switch {
-		case ph.test == iwtRead:
+		case ph.test == TestRead:
 			var err error
 			if st, err = e.doRead(ctx, ph, m1); err != nil {
 				return st, err
 			}
 		case ph.test.isWrite():
-			l := makeIwtLayout(ph.size, 1)
+			l := makeLayout(ph.size, 1)
 			l.fill(e.buf.Bytes(), ph.seed(), true)
-			out := ph.msg(iwtBuf, iwtOK)
+			out := ph.msg(msgBuf, stOK)
 			e.sinkAdvert(&out, ph.size)
 			err := e.postCtrlRecv()
 			if err == nil {
 				err = e.sendCtrl(ctx, out)
 			}
 			if err == nil {
-				_, err = e.recvCtrl(ctx, iwtDone, ph)
+				_, err = e.recvCtrl(ctx, msgDone, ph)
 			}
-			if e.cfg.provoke != 0 {
+			if e.cfg.Provoke != 0 {
 				return e.provoked(err)
 			}
 			if err != nil {
@@ -341,9 +335,9 @@ func (e *iwtEndpoint) serverPhase(ctx context.Context, ph *iwtPhase, m1 *iwtMsg)
 			}
 			st = e.checkSink(&l, ph)
 		default: // sends
-			out := ph.msg(iwtGo, iwtOK)
-			if ph.test == iwtSendInv {
-				out.Type = iwtBuf // GO becomes BUF, carrying the region to invalidate
+			out := ph.msg(msgGo, stOK)
+			if ph.test == TestSendInv {
+				out.Type = msgBuf // GO becomes BUF, carrying the region to invalidate
 			}
 			var err error
 			if st, err = e.sinkOfSend(ctx, ph, out); err != nil {
@@ -353,7 +347,7 @@ func (e *iwtEndpoint) serverPhase(ctx context.Context, ph *iwtPhase, m1 *iwtMsg)
 		if err := e.postCtrlRecv(); err != nil {
 			return fatal(err)
 		}
-		if err := e.sendCtrl(ctx, ph.msg(iwtAck, st)); err != nil {
+		if err := e.sendCtrl(ctx, ph.msg(msgAck, st)); err != nil {
 			return fatal(err)
 		}
 		return st, nil
@@ -368,10 +362,10 @@ func (e *iwtEndpoint) serverPhase(ctx context.Context, ph *iwtPhase, m1 *iwtMsg)
 		if err := e.writeAndDone(ctx, ph, m1); err != nil {
 			return fatal(err)
 		}
-	case ph.test == iwtRead:
-		l := makeIwtLayout(ph.size, 1)
+	case ph.test == TestRead:
+		l := makeLayout(ph.size, 1)
 		l.fill(e.buf.Bytes(), ph.seed(), false)
-		out := ph.msg(iwtBuf, iwtOK)
+		out := ph.msg(msgBuf, stOK)
 		r := e.buf.Remote(0)
 		out.Addr, out.STag, out.Len = r.TO, uint32(r.STag), ph.size
 		if err := e.sendCtrl(ctx, out); err != nil {
@@ -386,15 +380,15 @@ func (e *iwtEndpoint) serverPhase(ctx context.Context, ph *iwtPhase, m1 *iwtMsg)
 			return fatal(err)
 		}
 	}
-	m, err := e.recvCtrl(ctx, iwtAck, ph)
+	m, err := e.recvCtrl(ctx, msgAck, ph)
 	if err != nil {
 		return fatal(err)
 	}
-	st := iwtStatus(m.Status)
+	st := status(m.Status)
 	if err := e.postCtrlRecv(); err != nil {
 		return fatal(err)
 	}
-	if err := e.sendCtrl(ctx, ph.msg(iwtAck, st)); err != nil {
+	if err := e.sendCtrl(ctx, ph.msg(msgAck, st)); err != nil {
 		return fatal(err)
 	}
 	return st, nil
@@ -404,15 +398,15 @@ func (e *iwtEndpoint) serverPhase(ctx context.Context, ph *iwtPhase, m1 *iwtMsg)
 // registers the region the peer is to invalidate and advertises it in msg;
 // it posts the data receive, sends msg (the message that lets the peer
 // send) and checks the data message that arrives.
-func (e *iwtEndpoint) sinkOfSend(ctx context.Context, ph *iwtPhase, msg iwtMsg) (iwtStatus, error) {
+func (e *endpoint) sinkOfSend(ctx context.Context, ph *phase, msg message) (status, error) {
 	var inv *conn.MR
-	if ph.test == iwtSendInv {
+	if ph.test == TestSendInv {
 		var err error
 		if inv, err = e.regInv(); err != nil {
-			return iwtStatusOf(err), err
+			return statusOf(err), err
 		}
 		r := inv.Remote(0)
-		msg.Addr, msg.STag, msg.Len = r.TO, uint32(r.STag), iwtInvRegion
+		msg.Addr, msg.STag, msg.Len = r.TO, uint32(r.STag), invRegion
 	}
 	defer e.dropInv(inv)
 	l, err := e.armDataRecv(ph)
@@ -420,7 +414,7 @@ func (e *iwtEndpoint) sinkOfSend(ctx context.Context, ph *iwtPhase, msg iwtMsg) 
 		err = e.sendCtrl(ctx, msg)
 	}
 	if err != nil {
-		return iwtStatusOf(err), err
+		return statusOf(err), err
 	}
 	return e.checkDataRecv(ctx, ph, &l, inv)
 }

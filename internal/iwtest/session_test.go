@@ -1,4 +1,4 @@
-package main
+package iwtest
 
 import (
 	"bytes"
@@ -6,11 +6,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,44 +18,78 @@ import (
 
 	"github.com/iwarp-go/iwarp-go/conn"
 	"github.com/iwarp-go/iwarp-go/ddp"
+	"github.com/iwarp-go/iwarp-go/internal/conntest"
 	"github.com/iwarp-go/iwarp-go/rdmap"
 )
 
-// iwtRun is the outcome of one iwtest invocation.
-type iwtRun struct {
+// run is the outcome of one iwtest invocation.
+type run struct {
 	err       error
 	out, errs string
 }
 
-func (r iwtRun) String() string {
+func (r run) String() string {
 	return fmt.Sprintf("err=%v\nstdout:\n%sstderr:\n%s", r.err, r.out, r.errs)
 }
 
-// iwtPairRun runs an iwtest server on a free loopback port and a client
+// defaults is the configuration of the command line's defaults.
+func defaults(server bool) *Config {
+	c := &Config{Addr: "127.0.0.1", Iters: 1, Dirs: Both, SGEs: 4, Timeout: 30 * time.Second, Wait: 2 * time.Minute,
+		IRD: conn.DefaultIRD, ORD: conn.DefaultORD, PeerIRD: conn.DefaultPeerIRD}
+	if !server {
+		c.Port = Port
+	}
+	return c
+}
+
+// with is a change to a configuration.
+type with func(*Config)
+
+func sizes(s ...uint32) with   { return func(c *Config) { c.Sizes = s } }
+func tests(t ...Test) with     { return func(c *Config) { c.Tests = t } }
+func dirs(d int) with          { return func(c *Config) { c.Dirs = d } }
+func iters(n int) with         { return func(c *Config) { c.Iters = n } }
+func pdata(s string) with      { return func(c *Config) { c.PrivateData = s } }
+func irdORD(ird, ord int) with { return func(c *Config) { c.IRD, c.ORD = ird, ord } }
+func timeout(d time.Duration) with {
+	return func(c *Config) { c.Timeout = d }
+}
+func opts(o ...conn.Option) with { return func(c *Config) { c.Options = append(c.Options, o...) } }
+func set(f func(*Config)) with   { return f }
+
+// pairRun runs an iwtest server on a free loopback port and a client
 // against it, and returns both outcomes.
-func iwtPairRun(t *testing.T, srvArgs, cliArgs string) (srv, cli iwtRun) {
+func pairRun(t *testing.T, srvWith, cliWith []with) (srv, cli run) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	addr := make(chan net.Addr, 1)
-	srvDone := make(chan iwtRun, 1)
+	srvDone := make(chan run, 1)
+	scfg, ccfg := defaults(true), defaults(false)
+	for _, w := range srvWith {
+		w(scfg)
+	}
+	for _, w := range cliWith {
+		w(ccfg)
+	}
+	require.NoError(t, scfg.Check(true))
+	require.NoError(t, ccfg.Check(false))
 	go func() {
 		var out, errs bytes.Buffer
-		err := iwtest(ctx, append([]string{"-s", "-a", "127.0.0.1", "-p", "0"}, strings.Fields(srvArgs)...),
-			&out, &errs, func(a net.Addr) { addr <- a })
-		srvDone <- iwtRun{err, out.String(), errs.String()}
+		scfg.Out, scfg.Err, scfg.Ready = &out, &errs, func(a net.Addr) { addr <- a }
+		err := Serve(ctx, scfg)
+		srvDone <- run{err, out.String(), errs.String()}
 	}()
-	var port int
 	select {
 	case a := <-addr:
-		port = a.(*net.TCPAddr).Port
+		ccfg.Port = a.(*net.TCPAddr).Port
 	case r := <-srvDone:
 		t.Fatalf("the server did not listen: %s", r)
 	}
 	var out, errs bytes.Buffer
-	err := iwtest(ctx, append([]string{"-c", "-a", "127.0.0.1", "-p", strconv.Itoa(port)}, strings.Fields(cliArgs)...),
-		&out, &errs, nil)
-	cli = iwtRun{err, out.String(), errs.String()}
+	ccfg.Out, ccfg.Err = &out, &errs
+	err := Client(ctx, ccfg)
+	cli = run{err, out.String(), errs.String()}
 	select {
 	case srv = <-srvDone:
 	case <-ctx.Done():
@@ -67,31 +98,14 @@ func iwtPairRun(t *testing.T, srvArgs, cliArgs string) (srv, cli iwtRun) {
 	return srv, cli
 }
 
-// iwtLines parses the "KEY k=v k=v …" lines iwtest prints.
-func iwtLines(out, key string) []map[string]string {
-	var rows []map[string]string
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || f[0] != key {
-			continue
-		}
-		row := map[string]string{}
-		for _, kv := range f[1:] {
-			if k, v, ok := strings.Cut(kv, "="); ok {
-				row[k] = strings.Trim(v, `"`)
-			}
-		}
-		rows = append(rows, row)
-	}
-	return rows
-}
+func ws(w ...with) []with { return w }
 
 // requireIwtAllOK checks one ok RESULT per test, size and direction and a
 // SUMMARY that counts them.
-func requireIwtAllOK(t *testing.T, r iwtRun, tests, sizes []string, iters string) {
+func requireIwtAllOK(t *testing.T, r run, tests, sizes []string, iters string) {
 	t.Helper()
 	require.NoError(t, r.err, "%s", r)
-	rows := iwtLines(r.out, "RESULT")
+	rows := conntest.Lines(r.out, "RESULT")
 	require.Len(t, rows, len(tests)*len(sizes)*2, "%s", r)
 	seen := map[string]bool{}
 	for _, row := range rows {
@@ -106,13 +120,13 @@ func requireIwtAllOK(t *testing.T, r iwtRun, tests, sizes []string, iters string
 			}
 		}
 	}
-	sum := iwtLines(r.out, "SUMMARY")
+	sum := conntest.Lines(r.out, "SUMMARY")
 	require.Len(t, sum, 1, "%s", r)
 	require.Equal(t, strconv.Itoa(len(rows)), sum[0]["ok"])
 	require.Equal(t, "0", sum[0]["failed"])
 }
 
-var iwtAllTests = []string{"write", "read", "send", "send_se", "send_inv", "send_sge", "write_sge"}
+var allTestNames = []string{"write", "read", "send", "send_se", "send_inv", "send_sge", "write_sge"}
 
 // Every test of PROTOCOL.md §5, both directions, sizes from one byte to
 // 1 MiB (odd sizes split unevenly over the SGEs), two iterations, Go
@@ -120,19 +134,19 @@ var iwtAllTests = []string{"write", "read", "send", "send_se", "send_inv", "send
 // invalidated STag on its own.
 func TestIwtest_AllOperations(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	sizes := []string{"1", "7", "4096", "65539", "1048576"}
-	srv, cli := iwtPairRun(t, "-S 1m", "-T all -n 2 -S "+strings.Join(sizes, ","))
-	requireIwtAllOK(t, cli, iwtAllTests, sizes, "2")
-	requireIwtAllOK(t, srv, iwtAllTests, sizes, "2")
+	sz := []string{"1", "7", "4096", "65539", "1048576"}
+	srv, cli := pairRun(t, ws(sizes(1<<20)), ws(iters(2), sizes(1, 7, 4096, 65539, 1048576)))
+	requireIwtAllOK(t, cli, allTestNames, sz, "2")
+	requireIwtAllOK(t, srv, allTestNames, sz, "2")
 
-	for _, r := range []iwtRun{cli, srv} {
-		sol := iwtLines(r.out, "SOLICITED")
-		require.Len(t, sol, len(sizes)*2, "one per size and iteration on the receiving side")
+	for _, r := range []run{cli, srv} {
+		sol := conntest.Lines(r.out, "SOLICITED")
+		require.Len(t, sol, len(sz)*2, "one per size and iteration on the receiving side")
 		for _, row := range sol {
 			require.Equal(t, "yes", row["event"])
 		}
-		inv := iwtLines(r.out, "INVALIDATE")
-		require.Len(t, inv, len(sizes)*2)
+		inv := conntest.Lines(r.out, "INVALIDATE")
+		require.Len(t, inv, len(sz)*2)
 		stags := map[string]bool{}
 		for _, row := range inv {
 			require.Equal(t, "yes", row["reported"])
@@ -140,7 +154,7 @@ func TestIwtest_AllOperations(t *testing.T) {
 		}
 		require.Len(t, stags, len(inv), "a fresh region per phase")
 	}
-	est := iwtLines(cli.out, "ESTABLISHED")
+	est := conntest.Lines(cli.out, "ESTABLISHED")
 	require.Len(t, est, 1)
 	// The library's defaults: revision 2, enhanced, CRC, Write RTR.
 	assert.Equal(t, map[string]string{"role": "client", "ird": "16", "ord": "16", "private_data_len": "0",
@@ -150,15 +164,15 @@ func TestIwtest_AllOperations(t *testing.T) {
 // One direction at a time, and the server taking its plan from BEGIN.
 func TestIwtest_OneDirection(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	for _, dir := range []string{"c2s", "s2c"} {
-		srv, cli := iwtPairRun(t, "-S 64k", "-T write,read,send_inv -S 100 -D "+dir)
+	for _, dir := range []int{C2S, S2C} {
+		srv, cli := pairRun(t, ws(sizes(64<<10)), ws(tests(TestWrite, TestRead, TestSendInv), sizes(100), dirs(dir)))
 		require.NoError(t, cli.err, "%s", cli)
 		require.NoError(t, srv.err, "%s", srv)
-		for _, r := range []iwtRun{cli, srv} {
-			rows := iwtLines(r.out, "RESULT")
+		for _, r := range []run{cli, srv} {
+			rows := conntest.Lines(r.out, "RESULT")
 			require.Len(t, rows, 3)
 			for _, row := range rows {
-				assert.Equal(t, dir, row["dir"])
+				assert.Equal(t, dirName(uint8(dir>>1)), row["dir"])
 				assert.Equal(t, "ok", row["status"])
 			}
 		}
@@ -170,10 +184,10 @@ func TestIwtest_LargeMessages(t *testing.T) {
 		t.Skip("16 MiB messages")
 	}
 	defer goleak.VerifyNone(t)
-	srv, cli := iwtPairRun(t, "", "-T write,read,send -S 16m -D s2c")
+	srv, cli := pairRun(t, nil, ws(tests(TestWrite, TestRead, TestSend), sizes(16<<20), dirs(S2C)))
 	require.NoError(t, srv.err, "%s", srv)
 	require.NoError(t, cli.err, "%s", cli)
-	for _, row := range iwtLines(cli.out, "RESULT") {
+	for _, row := range conntest.Lines(cli.out, "RESULT") {
 		assert.Equal(t, "16777216", row["size"])
 		assert.Equal(t, "ok", row["status"])
 	}
@@ -183,7 +197,7 @@ func TestIwtest_LargeMessages(t *testing.T) {
 // length) and both sides fail.
 func TestIwtest_HelloLength(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	srv, cli := iwtPairRun(t, "-S 4k", "-T send -S 8k")
+	srv, cli := pairRun(t, ws(sizes(4096)), ws(tests(TestSend), sizes(8192)))
 	require.Error(t, cli.err)
 	require.Error(t, srv.err)
 	assert.Contains(t, cli.errs, "the server refused the session (status length)")
@@ -193,17 +207,18 @@ func TestIwtest_HelloLength(t *testing.T) {
 // PROTOCOL.md §1: private data both ways, and the IRD/ORD each side sees.
 func TestIwtest_PrivateDataAndIRDORD(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	srv, cli := iwtPairRun(t, "-S 4k -P accept-data --ird 4 --ord 4", "-T read -S 4k -P hello-from-client --ird 8 --ord 2")
+	srv, cli := pairRun(t, ws(sizes(4096), pdata("accept-data"), irdORD(4, 4)),
+		ws(tests(TestRead), sizes(4096), pdata("hello-from-client"), irdORD(8, 2)))
 	require.NoError(t, cli.err, "%s", cli)
 	require.NoError(t, srv.err, "%s", srv)
-	c := iwtLines(srv.out, "CONNECT")
+	c := conntest.Lines(srv.out, "CONNECT")
 	require.Len(t, c, 1)
 	assert.Equal(t, "hello-from-client", c[0]["text"])
 	assert.Equal(t, hex.EncodeToString([]byte("hello-from-client")), c[0]["private_data"])
 	// rdma_cm's view: the initiator's ORD is what the responder must take.
 	assert.Equal(t, "2", c[0]["ird"])
 	assert.Equal(t, "8", c[0]["ord"])
-	e := iwtLines(cli.out, "ESTABLISHED")
+	e := conntest.Lines(cli.out, "ESTABLISHED")
 	require.Len(t, e, 1)
 	assert.Equal(t, "accept-data", e[0]["text"])
 	assert.Equal(t, "11", e[0]["private_data_len"])
@@ -213,59 +228,63 @@ func TestIwtest_PrivateDataAndIRDORD(t *testing.T) {
 // reports it and succeeds only when it expected it.
 func TestIwtest_Reject(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	srv, cli := iwtPairRun(t, "--reject -P go-away", "--expect-reject")
+	reject := set(func(c *Config) { c.Reject = true })
+	expectReject := set(func(c *Config) { c.ExpectReject = true })
+	srv, cli := pairRun(t, ws(reject, pdata("go-away")), ws(expectReject))
 	require.NoError(t, srv.err, "%s", srv)
 	require.NoError(t, cli.err, "%s", cli)
-	rej := iwtLines(cli.out, "REJECT")
+	rej := conntest.Lines(cli.out, "REJECT")
 	require.Len(t, rej, 1, "%s", cli)
 	assert.Equal(t, "go-away", rej[0]["text"])
 	assert.Equal(t, "676f2d61776179", rej[0]["private_data"])
 	assert.Equal(t, "-104", rej[0]["status"])
-	rs := iwtLines(srv.out, "REJECTED")
+	rs := conntest.Lines(srv.out, "REJECTED")
 	require.Len(t, rs, 1)
 	assert.Equal(t, "7", rs[0]["private_data_len"])
-	assert.Empty(t, iwtLines(cli.out, "RESULT"))
+	assert.Empty(t, conntest.Lines(cli.out, "RESULT"))
 
-	srv, cli = iwtPairRun(t, "--reject", "-T send")
+	srv, cli = pairRun(t, ws(reject), ws(tests(TestSend)))
 	require.NoError(t, srv.err)
 	require.Error(t, cli.err, "an unexpected reject fails the client")
-	require.Len(t, iwtLines(cli.out, "REJECT"), 1)
+	require.Len(t, conntest.Lines(cli.out, "REJECT"), 1)
 
-	srv, cli = iwtPairRun(t, "-S 4k", "--expect-reject -T send -S 4k")
+	srv, cli = pairRun(t, ws(sizes(4096)), ws(expectReject, tests(TestSend), sizes(4096)))
 	require.Error(t, cli.err, "an accepted connection fails --expect-reject")
 	assert.Contains(t, cli.errs, "a reject was expected")
 	_ = srv
 }
 
-// The MPA flags reach connection setup: each variant is what the
+// The MPA options reach connection setup: each variant is what the
 // ESTABLISHED lines report, and a Read-heavy session runs over it.
 func TestIwtest_MPAVariants(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	rev1 := ws(opts(conn.WithMPARevision(1)), set(func(c *Config) { c.Rev = 1 }))
 	for _, v := range []struct {
-		name, srv, cli string
-		want           map[string]string // both sides
-		wantCli        map[string]string // the client only
+		name     string
+		srv, cli []with
+		want     map[string]string // both sides
+		wantCli  map[string]string // the client only
 	}{
 		// A responder that prefers CRC turns it on; one with CRC off
 		// follows the initiator, as siw does.
-		{"crc-off", "--crc off", "--crc off", map[string]string{"crc": "off", "mpa_rev": "2", "enhanced": "yes"}, nil},
-		{"crc-off-client", "", "--crc off", map[string]string{"crc": "on"}, nil},
-		{"crc-required", "--crc required", "--crc required", map[string]string{"crc": "on"}, nil},
-		{"rev1", "--mpa-rev 1", "--mpa-rev 1 --peer-ird 4", map[string]string{"mpa_rev": "1", "enhanced": "no", "p2p": "none"},
-			map[string]string{"ird": "16", "ord": "4"}},
-		{"no-enhanced", "", "--no-enhanced", map[string]string{"mpa_rev": "2", "enhanced": "no", "p2p": "none"}, nil},
-		{"p2p-read", "--p2p read", "--p2p write,read", map[string]string{"p2p": "read"}, nil},
-		{"p2p-send", "--p2p send", "--p2p send", map[string]string{"p2p": "send"}, nil},
-		{"p2p-none", "--p2p none", "", map[string]string{"p2p": "none"}, nil},
-		{"ird-ord", "--ird 2 --ord 8", "--ird 4 --ord 1", map[string]string{"p2p": "write"},
+		{"crc-off", ws(opts(conn.WithCRC(conn.CRCOff))), ws(opts(conn.WithCRC(conn.CRCOff))), map[string]string{"crc": "off", "mpa_rev": "2", "enhanced": "yes"}, nil},
+		{"crc-off-client", nil, ws(opts(conn.WithCRC(conn.CRCOff))), map[string]string{"crc": "on"}, nil},
+		{"crc-required", ws(opts(conn.WithCRC(conn.CRCRequired))), ws(opts(conn.WithCRC(conn.CRCRequired))), map[string]string{"crc": "on"}, nil},
+		{"rev1", rev1, ws(opts(conn.WithMPARevision(1)), set(func(c *Config) { c.PeerIRD = 4 })),
+			map[string]string{"mpa_rev": "1", "enhanced": "no", "p2p": "none"}, map[string]string{"ird": "16", "ord": "4"}},
+		{"no-enhanced", nil, ws(opts(conn.WithoutEnhanced())), map[string]string{"mpa_rev": "2", "enhanced": "no", "p2p": "none"}, nil},
+		{"p2p-read", ws(opts(conn.WithP2P(conn.RTRRead))), ws(opts(conn.WithP2P(conn.RTRWrite | conn.RTRRead))), map[string]string{"p2p": "read"}, nil},
+		{"p2p-send", ws(opts(conn.WithP2P(conn.RTRSend))), ws(opts(conn.WithP2P(conn.RTRSend))), map[string]string{"p2p": "send"}, nil},
+		{"p2p-none", ws(opts(conn.WithoutP2P())), nil, map[string]string{"p2p": "none"}, nil},
+		{"ird-ord", ws(irdORD(2, 8)), ws(irdORD(4, 1)), map[string]string{"p2p": "write"},
 			map[string]string{"ird": "4", "ord": "1"}},
 	} {
 		t.Run(v.name, func(t *testing.T) {
-			srv, cli := iwtPairRun(t, "-S 64k "+v.srv, "-T read,write,send -S 1,65536 "+v.cli)
+			srv, cli := pairRun(t, append(ws(sizes(64<<10)), v.srv...), append(ws(tests(TestRead, TestWrite, TestSend), sizes(1, 65536)), v.cli...))
 			requireIwtAllOK(t, cli, []string{"read", "write", "send"}, []string{"1", "65536"}, "1")
 			requireIwtAllOK(t, srv, []string{"read", "write", "send"}, []string{"1", "65536"}, "1")
-			for i, r := range []iwtRun{cli, srv} {
-				e := iwtLines(r.out, "ESTABLISHED")
+			for i, r := range []run{cli, srv} {
+				e := conntest.Lines(r.out, "ESTABLISHED")
 				require.Len(t, e, 1)
 				for k, want := range v.want {
 					assert.Equal(t, want, e[0][k], "%s in %v", k, e[0])
@@ -279,7 +298,7 @@ func TestIwtest_MPAVariants(t *testing.T) {
 		})
 	}
 	// A server pinned to one revision refuses the other.
-	srv, cli := iwtPairRun(t, "--mpa-rev 1", "-T send")
+	srv, cli := pairRun(t, rev1, ws(tests(TestSend)))
 	require.Error(t, srv.err)
 	require.Error(t, cli.err)
 	assert.Contains(t, srv.errs, "rejecting a request of MPA revision 2")
@@ -290,49 +309,56 @@ func TestIwtest_MPAVariants(t *testing.T) {
 // --expect-error, reports the Terminate it received with its code.
 func TestIwtest_Provoke(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	expectError := set(func(c *Config) { c.ExpectError = true })
+	provoke := func(p Provoke) with { return set(func(c *Config) { c.Provoke = p }) }
 	for _, c := range []struct {
-		mode, code, cliArgs string
+		mode Provoke
+		code string
+		dir  int
 	}{
-		{"access", "0x0102", "-D c2s"},
-		{"bounds", "0x1101", "-D c2s"},
-		{"access", "0x0102", "-D s2c"}, // the client is the sink
+		{ProvokeAccess, "0x0102", C2S},
+		{ProvokeBounds, "0x1101", C2S},
+		{ProvokeAccess, "0x0102", S2C}, // the client is the sink
 	} {
-		t.Run(c.mode+c.cliArgs, func(t *testing.T) {
-			srvArgs, cliArgs := "-S 4k --expect-error -t 10", "-T write -S 4k --expect-error -t 10 "+c.cliArgs
-			if c.cliArgs == "-D s2c" {
-				cliArgs += " --provoke " + c.mode
+		t.Run(c.mode.String()+"-"+dirName(uint8(c.dir>>1)), func(t *testing.T) {
+			srvW := ws(sizes(4096), expectError, timeout(10*time.Second))
+			cliW := ws(tests(TestWrite), sizes(4096), expectError, timeout(10*time.Second), dirs(c.dir))
+			if c.dir == S2C {
+				cliW = append(cliW, provoke(c.mode))
 			} else {
-				srvArgs += " --provoke " + c.mode
+				srvW = append(srvW, provoke(c.mode))
 			}
-			srv, cli := iwtPairRun(t, srvArgs, cliArgs)
+			srv, cli := pairRun(t, srvW, cliW)
 			require.NoError(t, srv.err, "%s", srv)
 			require.NoError(t, cli.err, "%s", cli)
 			provoker, writer := srv, cli
-			if c.cliArgs == "-D s2c" {
+			if c.dir == S2C {
 				provoker, writer = cli, srv
 			}
-			require.Len(t, iwtLines(provoker.out, "TERMINATED"), 1, "%s", provoker)
-			term := iwtLines(writer.out, "TERMINATE")
+			require.Len(t, conntest.Lines(provoker.out, "TERMINATED"), 1, "%s", provoker)
+			term := conntest.Lines(writer.out, "TERMINATE")
 			require.Len(t, term, 1, "%s", writer)
 			assert.Equal(t, "remote", term[0]["origin"])
 			assert.Equal(t, c.code, term[0]["code"])
 			assert.Equal(t, "rfc", term[0]["layout"], "iwarp-go sends the RFC layout")
-			sent := iwtLines(provoker.out, "TERMINATE")
+			sent := conntest.Lines(provoker.out, "TERMINATE")
 			require.Len(t, sent, 1, "%s", provoker)
 			assert.Equal(t, "local", sent[0]["origin"])
 			assert.Equal(t, term[0]["control"], sent[0]["control"], "the bytes sent are the bytes received")
-			res := iwtLines(writer.out, "RESULT")
+			res := conntest.Lines(writer.out, "RESULT")
 			require.Len(t, res, 1)
 			assert.Equal(t, "op_error", res[0]["status"])
 		})
 	}
 	// Without --expect-error the failed Write fails the writer.
-	srv, cli := iwtPairRun(t, "-S 4k --provoke bounds -t 10", "-T write -D c2s -S 4k -t 10")
+	srv, cli := pairRun(t, ws(sizes(4096), provoke(ProvokeBounds), timeout(10*time.Second)),
+		ws(tests(TestWrite), dirs(C2S), sizes(4096), timeout(10*time.Second)))
 	require.NoError(t, srv.err, "%s", srv)
 	require.Error(t, cli.err)
 	// A provoking side whose peer's Write succeeds (the peer never writes
 	// to it: send only) is not terminated and fails.
-	srv, cli = iwtPairRun(t, "-S 4k --provoke access -t 10", "-T send -D c2s -S 4k -t 10")
+	srv, cli = pairRun(t, ws(sizes(4096), provoke(ProvokeAccess), timeout(10*time.Second)),
+		ws(tests(TestSend), dirs(C2S), sizes(4096), timeout(10*time.Second)))
 	require.Error(t, srv.err, "%s", srv)
 	require.NoError(t, cli.err, "%s", cli)
 }
@@ -347,7 +373,7 @@ func TestIwtTerminateLine_SIWLayout(t *testing.T) {
 	b = rdmap.AppendWrite(b, true, 0x1234, 0x7f00_0000_1000)
 	rt, err := rdmap.ParseTerminate(b)
 	require.NoError(t, err)
-	row := iwtLines(iwtTerminateLine("client", rt.Err()), "TERMINATE")
+	row := conntest.Lines(terminateLine("client", rt.Err()), "TERMINATE")
 	require.Len(t, row, 1)
 	assert.Equal(t, "remote", row[0]["origin"])
 	assert.Equal(t, "0x1101", row[0]["code"])
@@ -399,62 +425,17 @@ func TestIwtest_ProtocolViolation(t *testing.T) {
 		wcs := make([]conn.WorkCompletion, 1)
 		_, err = cq.Wait(ctx, wcs)
 		assert.NoError(t, err)
-		hello := appendIwtCtrl(buf[32:32], &iwtMsg{Type: iwtHello})
+		hello := appendCtrl(buf[32:32], &message{Type: msgHello})
 		hello[3] = 0x32 // "IWT2"
 		assert.NoError(t, qp.PostSend(conn.SendWR{ID: 2, Op: conn.OpSend, SGL: []conn.SGE{mr.SGE(32, 32)}}))
 		<-qp.Done()
 	}()
 	var out, errs bytes.Buffer
-	port := ln.Addr().(*net.TCPAddr).Port
-	err = iwtest(ctx, []string{"-c", "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-T", "send", "-t", "10"}, &out, &errs, nil)
-	require.Error(t, err)
+	cfg := defaults(false)
+	cfg.Port, cfg.Tests, cfg.Timeout = ln.Addr().(*net.TCPAddr).Port, []Test{TestSend}, 10*time.Second
+	cfg.Out, cfg.Err = &out, &errs
+	err = Client(ctx, cfg)
+	require.ErrorIs(t, err, ErrFailed)
 	assert.Contains(t, errs.String(), "not a control message")
 	wg.Wait()
-}
-
-func TestIwtest_Usage(t *testing.T) {
-	for _, args := range [][]string{
-		{}, {"-s", "-c"}, {"-c"}, {"-s", "--expect-reject"}, {"-c", "-a", "x", "--reject"},
-		{"-s", "-S", "0"}, {"-c", "-a", "x", "-T", "nope"}, {"-s", "--ird", "3"}, {"-s", "--crc", "maybe"},
-		{"-s", "--mpa-rev", "3"}, {"-c", "-a", "x", "--mpa-rev", "1", "--p2p", "write"},
-		{"-c", "-a", "x", "--mpa-rev", "1", "--no-enhanced"}, {"-s", "-D", "up"}, {"-s", "--provoke", "x"},
-		{"-s", "-P", strings.Repeat("x", 252)}, {"-s", "-g", "7"}, {"-s", "extra"}, {"-c", "-a", "x", "-p", "0"},
-		{"--print-pattern", "1,2,3"}, {"--print-pattern", "1,0,0,4097"},
-	} {
-		var out, errs bytes.Buffer
-		code := run(append([]string{"iwtest"}, args...), &out, &errs)
-		assert.Equal(t, 2, code, "%v: %s", args, errs.String())
-	}
-}
-
-// --print-pattern prints PROTOCOL.md §6's vectors, as the C program does.
-func TestIwtest_PrintPattern(t *testing.T) {
-	var out, errs bytes.Buffer
-	require.Equal(t, 0, run([]string{"iwtest", "--print-pattern", "3,1,2,13"}, &out, &errs), errs.String())
-	require.Equal(t, "2ea232f8ab1a165f0883def6e5\n", out.String())
-}
-
-// An iwtest server and a client over loopback: the client drives a Send
-// and an RDMA Read of 64 bytes in both directions and prints what it saw.
-func Example_iwtest() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	listening := make(chan net.Addr, 1)
-	served := make(chan error, 1)
-	go func() {
-		served <- iwtest(ctx, []string{"-s", "-a", "127.0.0.1", "-p", "0", "-S", "4k"}, io.Discard, io.Discard,
-			func(a net.Addr) { listening <- a })
-	}()
-	port := (<-listening).(*net.TCPAddr).Port
-	err := iwtest(ctx, []string{"-c", "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-T", "send,read", "-S", "64"},
-		os.Stdout, io.Discard, nil)
-	fmt.Println("client:", err, "server:", <-served)
-	// Output:
-	// ESTABLISHED role=client ird=16 ord=16 private_data_len=0 private_data=- text="" mpa_rev=2 enhanced=yes crc=on p2p=write
-	// RESULT role=client test=send dir=c2s size=64 iters=1 status=ok
-	// RESULT role=client test=send dir=s2c size=64 iters=1 status=ok
-	// RESULT role=client test=read dir=c2s size=64 iters=1 status=ok
-	// RESULT role=client test=read dir=s2c size=64 iters=1 status=ok
-	// SUMMARY role=client ok=4 failed=0
-	// client: <nil> server: <nil>
 }

@@ -1,4 +1,4 @@
-package main
+package rping
 
 import (
 	"bytes"
@@ -12,45 +12,32 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/internal/conntest"
 )
 
-// rpingRun is one rping invocation running in the background.
-type rpingRun struct {
-	stdout, stderr lockedBuffer
+// run is one rping server running in the background.
+type run struct {
+	stdout, stderr conntest.LockedBuffer
 	done           chan error
 	cancel         context.CancelFunc
 }
 
-// lockedBuffer is a bytes.Buffer that a test may read while a command
-// still writes to it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// startRpingServer runs "rping -s -a 127.0.0.1 -p 0 args..." and returns
-// it with its listening address once it listens.
-func startRpingServer(t *testing.T, args ...string) (*rpingRun, string) {
+// startServer runs a server on a free loopback port with -v, size bytes
+// and the given options, and returns it with its listening address once it
+// listens. tweak, if not nil, changes the configuration first.
+func startServer(t *testing.T, size int, tweak func(*Config), opts ...conn.Option) (*run, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	r := &rpingRun{done: make(chan error, 1), cancel: cancel}
+	r := &run{done: make(chan error, 1), cancel: cancel}
 	addrc := make(chan net.Addr, 1)
-	all := append([]string{"-s", "-a", "127.0.0.1", "-p", "0"}, args...)
-	go func() {
-		r.done <- rping(ctx, all, &r.stdout, &r.stderr, func(a net.Addr) { addrc <- a })
-	}()
+	cfg := &Config{Addr: "127.0.0.1", Size: size, Verbose: true, Options: opts, Out: &r.stdout, Err: &r.stderr,
+		Ready: func(a net.Addr) { addrc <- a }}
+	if tweak != nil {
+		tweak(cfg)
+	}
+	go func() { r.done <- Serve(ctx, cfg) }()
 	t.Cleanup(cancel)
 	select {
 	case a := <-addrc:
@@ -62,7 +49,7 @@ func startRpingServer(t *testing.T, args ...string) (*rpingRun, string) {
 }
 
 // wait returns the run's result, failing the test if it takes too long.
-func (r *rpingRun) wait(t *testing.T) error {
+func (r *run) wait(t *testing.T) error {
 	t.Helper()
 	select {
 	case err := <-r.done:
@@ -74,20 +61,28 @@ func (r *rpingRun) wait(t *testing.T) error {
 	return nil
 }
 
-// runRpingClient runs "rping -c -a host -p port args..." to the end.
-func runRpingClient(t *testing.T, addr string, args ...string) (stdout, stderr string, err error) {
+// runClient runs a client of count pings of size bytes against addr to
+// the end; tweak, if not nil, changes its configuration first.
+func runClient(t *testing.T, addr string, size, count int, tweak func(*Config), opts ...conn.Option) (stdout, stderr string, err error) {
 	t.Helper()
 	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out, errb bytes.Buffer
-	err = rping(ctx, append([]string{"-c", "-a", host, "-p", port}, args...), &out, &errb, nil)
+	cfg := &Config{Addr: host, Port: p, Size: size, Count: count, Options: opts, Out: &out, Err: &errb}
+	if tweak != nil {
+		tweak(cfg)
+	}
+	err = Client(ctx, cfg)
 	return out.String(), errb.String(), err
 }
 
+func verbose(c *Config) { c.Verbose, c.Validate, c.Debug = true, true, true }
+
 // expectedPing is what rping.c's client puts into its buffer for ping n
 // (and prints with -v): written here from the C loop's arithmetic, not
-// with fillPing. The 58 characters 'A'..'z' rotate; ping n starts at
+// with FillPing. The 58 characters 'A'..'z' rotate; ping n starts at
 // character n mod 58 of that range.
 func expectedPing(n, size int) string {
 	prefix := fmt.Sprintf("rdma-ping-%d: ", n)
@@ -103,8 +98,8 @@ func TestRping_PingPattern(t *testing.T) {
 	buf := make([]byte, 64)
 	start := byte('A')
 	for n := 0; n < 130; n++ { // past two wraps of the start character
-		start = fillPing(buf, n, start)
-		require.Equal(t, expectedPing(n, 64), string(cString(buf)), "ping %d", n)
+		start = FillPing(buf, n, start)
+		require.Equal(t, expectedPing(n, 64), string(CString(buf)), "ping %d", n)
 		require.Equal(t, byte(0), buf[63])
 	}
 	// 13 characters of prefix, 50 of pattern, the NUL.
@@ -114,74 +109,16 @@ func TestRping_PingPattern(t *testing.T) {
 }
 
 func TestRping_InfoRoundTrip(t *testing.T) {
-	in := rpingInfo{Addr: 0x00007f1234567890, RKey: 0xabcdef01, Size: 65535}
-	b := appendRpingInfo(nil, in)
+	in := Info{Addr: 0x00007f1234567890, RKey: 0xabcdef01, Size: 65535}
+	b := AppendInfo(nil, in)
 	require.Equal(t, []byte{0, 0, 0x7f, 0x12, 0x34, 0x56, 0x78, 0x90, 0xab, 0xcd, 0xef, 0x01, 0, 0, 0xff, 0xff}, b)
-	out, err := parseRpingInfo(b)
+	out, err := ParseInfo(b)
 	require.NoError(t, err)
 	require.Equal(t, in, out)
-	_, err = parseRpingInfo(b[:15])
+	_, err = ParseInfo(b[:15])
 	require.EqualError(t, err, "Received bogus data, size 15")
-	_, err = parseRpingInfo(append(b, 0))
+	_, err = ParseInfo(append(b, 0))
 	require.Error(t, err)
-}
-
-func TestRping_Flags(t *testing.T) {
-	cases := []struct {
-		args []string
-		msg  string
-	}{
-		{[]string{}, "iwarp-peer rping -s"},
-		{[]string{"-s", "-c"}, "iwarp-peer rping -s"},
-		{[]string{"-s", "-S", "25"}, "Invalid size 25 (valid range is 26 to 65536)"},
-		{[]string{"-s", "-S", "65536"}, "Invalid size 65536 (valid range is 26 to 65536)"},
-		{[]string{"-s", "-C", "-1"}, "Invalid count -1"},
-		{[]string{"-s", "-p", "70000"}, "Invalid port 70000"},
-		{[]string{"-c"}, "the client needs -a addr"},
-		{[]string{"-c", "-a", "x", "-P"}, "-P applies to the server only"},
-		{[]string{"-s", "-I", "127.0.0.1"}, "-I applies to the client only"},
-		{[]string{"-s", "--crc", "maybe"}, `--crc "maybe"`},
-		{[]string{"-s", "--mpa-rev", "3"}, "--mpa-rev 3"},
-		{[]string{"-s", "--p2p", "rdma"}, `--p2p "rdma"`},
-		{[]string{"-c", "-a", "x", "--mpa-rev", "1", "--p2p", "write"}, "needs MPA revision 2"},
-		{[]string{"-c", "-a", "x", "--mpa-rev", "1", "--no-enhanced"}, "--no-enhanced applies to MPA revision 2 only"},
-		{[]string{"-s", "-x"}, "flag provided but not defined: -x"},
-		{[]string{"-s", "extra"}, "iwarp-peer rping -s"},
-	}
-	for _, c := range cases {
-		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			var out, errb bytes.Buffer
-			code := run(append([]string{"rping"}, c.args...), &out, &errb)
-			require.Equal(t, 2, code, errb.String())
-			require.Contains(t, errb.String(), c.msg)
-		})
-	}
-
-	// rping's limits themselves are accepted, and getopt clusters work.
-	cfg, err := parseRpingFlags([]string{"-cvVd", "-a", "10.0.0.1", "-S65535", "-C", "3", "-p7175"}, &bytes.Buffer{})
-	require.NoError(t, err)
-	require.True(t, cfg.client && cfg.verbose && cfg.validate && cfg.debug)
-	require.Equal(t, 65535, cfg.size)
-	require.Equal(t, 3, cfg.count)
-	require.Equal(t, 7175, cfg.port)
-	cfg, err = parseRpingFlags([]string{"-s", "-S", "26", "-P", "--crc", "required", "-p2p=none"}, &bytes.Buffer{})
-	require.NoError(t, err)
-	require.True(t, cfg.server && cfg.persistent)
-	require.Equal(t, 26, cfg.size)
-	require.Equal(t, rpingPort, 7174)
-	require.Equal(t, "required", cfg.mpa.crc)
-	require.Equal(t, "none", cfg.mpa.p2p)
-}
-
-func TestExpandShortFlags(t *testing.T) {
-	fs := newRpingFlagSet(&rpingConfig{}, &bytes.Buffer{})
-	require.Equal(t, []string{"-v", "-V", "-d"}, expandShortFlags(fs, []string{"-vVd"}))
-	require.Equal(t, []string{"-C", "10", "-S", "64"}, expandShortFlags(fs, []string{"-C10", "-S", "64"}))
-	require.Equal(t, []string{"-c", "-a", "::1"}, expandShortFlags(fs, []string{"-ca", "::1"}))
-	require.Equal(t, []string{"-crc", "off", "-p2p", "write"}, expandShortFlags(fs, []string{"-crc", "off", "-p2p", "write"}))
-	require.Equal(t, []string{"-a", "-vV"}, expandShortFlags(fs, []string{"-a", "-vV"}), "a flag's value is not a cluster")
-	require.Equal(t, []string{"-v", "x", "-vV"}, expandShortFlags(fs, []string{"-v", "x", "-vV"}), "no expansion after the first argument")
-	require.Equal(t, []string{"--vV"}, expandShortFlags(fs, []string{"--vV"}))
 }
 
 // TestRping_GoClientGoServer runs the client against the server over
@@ -189,13 +126,12 @@ func TestExpandShortFlags(t *testing.T) {
 // -v output against rping.c's formats and ping pattern.
 func TestRping_GoClientGoServer(t *testing.T) {
 	type variant struct {
-		name       string
-		server     []string
-		client     []string
-		size       int
-		count      int
-		wantSetup  []string // in the client's -d description of the connection
-		serverFail bool
+		name      string
+		server    []conn.Option
+		client    []conn.Option
+		size      int
+		count     int
+		wantSetup []string // in the client's -d description of the connection
 	}
 	variants := []variant{
 		{name: "default-64", size: 64, count: 3,
@@ -203,31 +139,30 @@ func TestRping_GoClientGoServer(t *testing.T) {
 		{name: "size-4096", size: 4096, count: 2, wantSetup: []string{"MPA rev 2 enhanced"}},
 		{name: "size-65535", size: 65535, count: 2, wantSetup: []string{"MPA rev 2 enhanced"}},
 		{name: "min-size", size: 26, count: 1},
-		{name: "crc-required", size: 64, count: 2, client: []string{"--crc", "required"},
+		{name: "crc-required", size: 64, count: 2, client: []conn.Option{conn.WithCRC(conn.CRCRequired)},
 			wantSetup: []string{"CRC32c on"}},
-		{name: "crc-preferred-server", size: 64, count: 1, server: []string{"--crc", "preferred"},
+		{name: "crc-preferred-server", size: 64, count: 1, server: []conn.Option{conn.WithCRC(conn.CRCPreferred)},
 			wantSetup: []string{"CRC32c on"}},
-		{name: "p2p-write", size: 4096, count: 2, client: []string{"--p2p", "write"},
+		{name: "p2p-write", size: 4096, count: 2, client: []conn.Option{conn.WithP2P(conn.RTRWrite)},
 			wantSetup: []string{"peer-to-peer with Write RTR"}},
-		{name: "p2p-read", size: 4096, count: 2, client: []string{"--p2p", "read"},
+		{name: "p2p-read", size: 4096, count: 2, client: []conn.Option{conn.WithP2P(conn.RTRRead)},
 			wantSetup: []string{"peer-to-peer with Read RTR"}},
-		{name: "p2p-send", size: 4096, count: 2, client: []string{"--p2p", "send"},
+		{name: "p2p-send", size: 4096, count: 2, client: []conn.Option{conn.WithP2P(conn.RTRSend)},
 			wantSetup: []string{"peer-to-peer with Send RTR"}},
 		{name: "p2p-offer-all-server-read", size: 64, count: 1,
-			client: []string{"--p2p", "write,read,send"}, server: []string{"--p2p", "read"},
+			client: []conn.Option{conn.WithP2P(conn.RTRWrite | conn.RTRRead | conn.RTRSend)}, server: []conn.Option{conn.WithP2P(conn.RTRRead)},
 			wantSetup: []string{"peer-to-peer with Read RTR"}},
-		{name: "mpa-rev1", size: 64, count: 3, client: []string{"--mpa-rev", "1"},
+		{name: "mpa-rev1", size: 64, count: 3, client: []conn.Option{conn.WithMPARevision(1)},
 			wantSetup: []string{"MPA rev 1", "no IRD/ORD exchange"}},
-		{name: "mpa-rev1-crc", size: 65535, count: 1, client: []string{"--mpa-rev", "1", "--crc", "required"},
+		{name: "mpa-rev1-crc", size: 65535, count: 1, client: []conn.Option{conn.WithMPARevision(1), conn.WithCRC(conn.CRCRequired)},
 			wantSetup: []string{"MPA rev 1", "CRC32c on"}},
-		{name: "no-enhanced", size: 64, count: 2, client: []string{"--no-enhanced"},
+		{name: "no-enhanced", size: 64, count: 2, client: []conn.Option{conn.WithoutEnhanced()},
 			wantSetup: []string{"MPA rev 2 (no Enhanced flag)", "no IRD/ORD exchange"}},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			srv, addr := startRpingServer(t, append([]string{"-v", "-S", strconv.Itoa(v.size)}, v.server...)...)
-			args := append([]string{"-v", "-V", "-d", "-S", strconv.Itoa(v.size), "-C", strconv.Itoa(v.count)}, v.client...)
-			stdout, stderr, err := runRpingClient(t, addr, args...)
+			srv, addr := startServer(t, v.size, nil, v.server...)
+			stdout, stderr, err := runClient(t, addr, v.size, v.count, verbose, v.client...)
 			require.NoError(t, err, stderr)
 			require.NoError(t, srv.wait(t), srv.stderr.String())
 
@@ -262,8 +197,8 @@ func TestRping_GoClientGoServer(t *testing.T) {
 
 // A server that insists on one MPA revision rejects the other.
 func TestRping_ServerRevisionFilter(t *testing.T) {
-	srv, addr := startRpingServer(t, "--mpa-rev", "2")
-	_, stderr, err := runRpingClient(t, addr, "-C", "1", "--mpa-rev", "1")
+	srv, addr := startServer(t, DefaultSize, func(c *Config) { c.Rev = 2 }, conn.WithMPARevision(2))
+	_, stderr, err := runClient(t, addr, DefaultSize, 1, nil, conn.WithMPARevision(1))
 	require.Error(t, err)
 	require.Contains(t, stderr, "connect error")
 	require.Contains(t, stderr, "rejected")
@@ -273,12 +208,13 @@ func TestRping_ServerRevisionFilter(t *testing.T) {
 }
 
 // A client whose pings are larger than the server's buffer fails, as
-// rping's does, and neither side hangs.
+// rping's does, neither side hangs, and both say why.
 func TestRping_SizeLargerThanServer(t *testing.T) {
-	srv, addr := startRpingServer(t, "-S", "64")
-	_, stderr, err := runRpingClient(t, addr, "-S", "128", "-C", "1")
+	srv, addr := startServer(t, 64, nil)
+	_, stderr, err := runClient(t, addr, 128, 1, nil)
 	require.Error(t, err)
 	require.Contains(t, stderr, "rping client failed: wait for RDMA_WRITE_ADV state 10")
+	require.Contains(t, stderr, "the server takes pings of at most 64 bytes (its -S), this client sends 128 (-S 128)")
 	require.Error(t, srv.wait(t))
 	require.Contains(t, srv.stderr.String(), "exceeds this server's -S 64")
 }
@@ -286,14 +222,14 @@ func TestRping_SizeLargerThanServer(t *testing.T) {
 // The persistent server serves several clients at once and keeps going
 // until it is stopped.
 func TestRping_PersistentServer(t *testing.T) {
-	srv, addr := startRpingServer(t, "-P", "-v")
+	srv, addr := startServer(t, DefaultSize, func(c *Config) { c.Persistent = true })
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
 	for i := range errs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, stderr, err := runRpingClient(t, addr, "-C", "4", "-V")
+			_, stderr, err := runClient(t, addr, DefaultSize, 4, func(c *Config) { c.Validate = true })
 			if err != nil {
 				err = fmt.Errorf("%w: %s", err, stderr)
 			}
@@ -305,7 +241,7 @@ func TestRping_PersistentServer(t *testing.T) {
 		require.NoError(t, err)
 	}
 	// One more after the others left.
-	_, stderr, err := runRpingClient(t, addr, "-C", "1")
+	_, stderr, err := runClient(t, addr, DefaultSize, 1, nil)
 	require.NoError(t, err, stderr)
 	srv.cancel()
 	require.NoError(t, srv.wait(t))
@@ -314,13 +250,16 @@ func TestRping_PersistentServer(t *testing.T) {
 
 // Without -C the client runs until the server goes; that is success.
 func TestRping_ClientUntilServerLeaves(t *testing.T) {
-	srv, addr := startRpingServer(t, "-v")
+	srv, addr := startServer(t, DefaultSize, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
 	var out, errb bytes.Buffer
 	done := make(chan error, 1)
-	go func() { done <- rping(ctx, []string{"-c", "-a", host, "-p", port, "-v"}, &out, &errb, nil) }()
+	go func() {
+		done <- Client(ctx, &Config{Addr: host, Port: p, Size: DefaultSize, Verbose: true, Out: &out, Err: &errb})
+	}()
 	// Let some pings happen, then stop the server.
 	deadline := time.Now().Add(10 * time.Second)
 	for srv.stdout.String() == "" && time.Now().Before(deadline) {
@@ -338,26 +277,93 @@ func TestRping_ClientUntilServerLeaves(t *testing.T) {
 	require.Contains(t, errb.String(), "client DISCONNECT EVENT...")
 }
 
+// A client interrupted mid-run fails and says so.
+func TestRping_ClientInterrupted(t *testing.T) {
+	srv, addr := startServer(t, DefaultSize, func(c *Config) { c.Persistent = true })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	var out, errb conntest.LockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- Client(ctx, &Config{Addr: host, Port: p, Size: DefaultSize, Verbose: true, Out: &out, Err: &errb})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "rdma-ping-2") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		require.Error(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("client did not end after the interruption")
+	}
+	require.Regexp(t, `rping client failed: interrupted after \d+ pings`, errb.String())
+	srv.cancel()
+	require.NoError(t, srv.wait(t), "a stopped server ends cleanly")
+}
+
 // Without -a the server listens on every address, as rping binds
 // INADDR_ANY; -I binds the client's source address.
 func TestRping_AnyAddressAndSource(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	listening := make(chan net.Addr, 1)
-	var sout, serr lockedBuffer
+	var sout, serr conntest.LockedBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- rping(ctx, []string{"-s", "-p", "0", "-d"}, &sout, &serr, func(a net.Addr) { listening <- a })
+		done <- Serve(ctx, &Config{Size: DefaultSize, Debug: true, Out: &sout, Err: &serr, Ready: func(a net.Addr) { listening <- a }})
 	}()
 	a := (<-listening).(*net.TCPAddr)
 	require.True(t, a.IP.IsUnspecified(), "listening on %v", a)
-	stdout, stderr, err := runRpingClient(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(a.Port)), "-C", "2", "-V", "-I", "127.0.0.1", "-d")
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(a.Port))
+	stdout, stderr, err := runClient(t, addr, DefaultSize, 2, func(c *Config) { c.Validate, c.Debug, c.Src = true, true, "127.0.0.1" })
 	require.NoError(t, err, stderr)
 	require.Contains(t, stdout, "connected to 127.0.0.1:")
 	require.NoError(t, <-done, serr.String())
 	require.Contains(t, sout.String(), "connection from 127.0.0.1:")
 
-	_, stderr, err = runRpingClient(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(a.Port)), "-C", "1", "-I", "no.such.host.invalid")
+	_, stderr, err = runClient(t, addr, DefaultSize, 1, func(c *Config) { c.Src = "no.such.host.invalid" })
 	require.Error(t, err)
 	require.Contains(t, stderr, "invalid hostname or IP address")
+}
+
+// Connections that never become rping clients do not consume a one-shot
+// server: bytes that are not MPA, an MPA Request followed by a reset, a
+// client that leaves before its first ping and one whose first message is
+// not an rping advertisement. The next real client is served.
+func TestRping_OneShotServerIgnoresGarbage(t *testing.T) {
+	srv, addr := startServer(t, DefaultSize, nil)
+	conntest.Garbage(t, addr)
+	conntest.RequestThenReset(t, addr, nil)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	pd := conn.NewPD()
+	for _, msg := range [][]byte{nil, make([]byte, InfoLen-1)} {
+		qp, err := conn.Dial(ctx, "tcp", addr, pd, conn.NewCQ(4), conn.QPCaps{}, conn.WithCRC(conn.CRCOff))
+		require.NoError(t, err)
+		if msg != nil {
+			mr, err := pd.Register(msg, 0)
+			require.NoError(t, err)
+			require.NoError(t, qp.PostSend(conn.SendWR{Op: conn.OpSend, SGL: []conn.SGE{mr.SGE(0, len(msg))}}))
+			select {
+			case <-qp.Done(): // the server left
+			case <-ctx.Done():
+				t.Fatal("the server kept the connection of a bogus client")
+			}
+		}
+		require.NoError(t, qp.Close())
+	}
+	stdout, stderr, err := runClient(t, addr, DefaultSize, 2, verbose)
+	require.NoError(t, err, stderr)
+	require.Equal(t, 2, strings.Count(stdout, "ping data: rdma-ping-"))
+	require.NoError(t, srv.wait(t), srv.stderr.String())
+	log := srv.stderr.String()
+	require.Contains(t, log, "rping server: ignored a connection from 127.0.0.1:")
+	require.Contains(t, log, "disconnected before its first ping")
+	require.Contains(t, log, "Received bogus data, size 15")
+	require.Equal(t, 2, strings.Count(srv.stdout.String(), "server ping data: "), "only the real client's pings")
 }

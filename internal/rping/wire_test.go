@@ -1,15 +1,12 @@
-package main
+package rping
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"net"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/iwarp-go/iwarp-go/conn"
 	"github.com/iwarp-go/iwarp-go/internal/capture"
@@ -91,12 +88,12 @@ func checkRpingConversation(t *testing.T, up, down []message, size int) int {
 	start := byte('A')
 	ping := make([]byte, size)
 	for i := 0; i < iters; i++ {
-		start = fillPing(ping, i, start)
+		start = FillPing(ping, i, start)
 		srcAdv, rresp, sinkAdv := up[3*i], up[3*i+1], up[3*i+2]
 		rreq, go1, write, go2 := down[4*i], down[4*i+1], down[4*i+2], down[4*i+3]
 
 		require.Equal(t, rdmap.OpSend, srcAdv.op, "iteration %d", i)
-		src, err := parseRpingInfo(srcAdv.payload)
+		src, err := ParseInfo(srcAdv.payload)
 		require.NoError(t, err)
 		require.Equal(t, uint32(size), src.Size)
 
@@ -112,10 +109,10 @@ func checkRpingConversation(t *testing.T, up, down []message, size int) int {
 		require.Equal(t, ping, rresp.payload, "iteration %d: the ping as rping.c writes it", i)
 
 		require.Equal(t, rdmap.OpSend, go1.op)
-		require.Len(t, go1.payload, rpingInfoLen)
+		require.Len(t, go1.payload, InfoLen)
 
 		require.Equal(t, rdmap.OpSend, sinkAdv.op)
-		sink, err := parseRpingInfo(sinkAdv.payload)
+		sink, err := ParseInfo(sinkAdv.payload)
 		require.NoError(t, err)
 		require.Equal(t, uint32(size), sink.Size)
 
@@ -125,7 +122,7 @@ func checkRpingConversation(t *testing.T, up, down []message, size int) int {
 		require.Equal(t, ping, write.payload, "iteration %d: the server echoes strlen+1 bytes", i)
 
 		require.Equal(t, rdmap.OpSend, go2.op)
-		require.Len(t, go2.payload, rpingInfoLen)
+		require.Len(t, go2.payload, InfoLen)
 	}
 	return iters
 }
@@ -133,13 +130,13 @@ func checkRpingConversation(t *testing.T, up, down []message, size int) int {
 // TestRping_SiwCaptureGolden checks our reading of rping against a real
 // conversation between two siw rping processes (rping -C 10 -S 64 on
 // loopback): the advertisement layout, the operation sequence and the
-// ping bytes fillPing produces, byte for byte.
+// ping bytes FillPing produces, byte for byte.
 func TestRping_SiwCaptureGolden(t *testing.T) {
 	conns, err := capture.ReadFile("../../internal/capture/testdata/rping-lo.pcap")
 	require.NoError(t, err)
 	var c *capture.Conn
 	for _, x := range conns {
-		if x.Server.Port() == rpingPort {
+		if x.Server.Port() == Port {
 			c = x
 		}
 	}
@@ -197,26 +194,22 @@ func TestRping_WireSequence(t *testing.T) {
 	cases := []struct {
 		name   string
 		size   int
-		client []string
+		client []conn.Option
 		rtr    rdmap.Opcode // the client's first message, if an RTR
 	}{
 		{"siw-like", 64, nil, 0xff},
-		{"crc", 1000, []string{"--crc", "required"}, 0xff},
-		{"p2p-read", 64, []string{"--p2p", "read"}, rdmap.OpReadRequest},
-		{"p2p-write", 64, []string{"--p2p", "write"}, rdmap.OpWrite},
-		{"p2p-send", 64, []string{"--p2p", "send"}, rdmap.OpSend},
-		{"rev1", 200, []string{"--mpa-rev", "1"}, 0xff},
+		{"crc", 1000, []conn.Option{conn.WithCRC(conn.CRCRequired)}, 0xff},
+		{"p2p-read", 64, []conn.Option{conn.WithP2P(conn.RTRRead)}, rdmap.OpReadRequest},
+		{"p2p-write", 64, []conn.Option{conn.WithP2P(conn.RTRWrite)}, rdmap.OpWrite},
+		{"p2p-send", 64, []conn.Option{conn.WithP2P(conn.RTRSend)}, rdmap.OpSend},
+		{"rev1", 200, []conn.Option{conn.WithMPARevision(1)}, 0xff},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, addr := startRpingServer(t, "-S", "1000")
-			host, port, _ := net.SplitHostPort(addr)
+			srv, addr := startServer(t, 1000, nil)
 			rec := &recorder{}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			var out, errb bytes.Buffer
-			args := append([]string{"-c", "-a", host, "-p", port, "-C", "5", "-S", itoa(tc.size)}, tc.client...)
-			require.NoError(t, rpingWith(ctx, args, &out, &errb, nil, []conn.Option{conn.WithTap(rec)}), errb.String())
+			_, stderr, err := runClient(t, addr, tc.size, 5, nil, append(tc.client, conn.WithTap(rec))...)
+			require.NoError(t, err, stderr)
 			require.NoError(t, srv.wait(t))
 			sent, received := rec.streams()
 			req, up := parseStream(t, sent)
@@ -225,7 +218,7 @@ func TestRping_WireSequence(t *testing.T) {
 			if tc.rtr != 0xff {
 				require.Equal(t, tc.rtr, up[0].op, "RTR")
 			} else {
-				require.Len(t, up[0].payload, rpingInfoLen, "no RTR: the first message is the advertisement")
+				require.Len(t, up[0].payload, InfoLen, "no RTR: the first message is the advertisement")
 			}
 			if tc.name != "rev1" {
 				require.Equal(t, mpa.IRDORD{IRD: 1, ORD: 1}, mpa.IRDORD{IRD: req.IRDORD.IRD, ORD: req.IRDORD.ORD})
@@ -234,5 +227,3 @@ func TestRping_WireSequence(t *testing.T) {
 		})
 	}
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime/pprof"
+	"strconv"
+
+	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/internal/bench"
+	"github.com/iwarp-go/iwarp-go/internal/negotiated"
+	"github.com/iwarp-go/iwarp-go/internal/progress"
+	"github.com/iwarp-go/iwarp-go/internal/units"
+)
+
+func benchUsage(w io.Writer) {
+	fmt.Fprint(w, `usage: iwarp-peer bench -s [-a ADDR] [-p PORT] [--once]
+       iwarp-peer bench -c -a ADDR [-p PORT] --op write|read|send --size BYTES (--iters N | --duration D) [--crc] [--json]
+       iwarp-peer bench --loopback --op ... --size ... [--compare-tcp] [--json]
+
+A bandwidth phase (a stream of messages, --window in flight) and a latency phase
+(ping-pong, one round trip at a time) on connections of their own. --compare-tcp
+runs the same phases over a raw Go TCP connection in the same run. The server
+takes its parameters from the client and serves until interrupted.
+`)
+}
+
+// benchFlags are the bench command line beyond bench.Config.
+type benchFlags struct {
+	server, client, once, json bool
+	addr                       string
+	port                       int
+	cpuProfile                 string
+}
+
+func parseBench(args []string, std stdio) (*bench.Config, *benchFlags, error) {
+	cfg, b := &bench.Config{}, &benchFlags{}
+	var size string
+	f := newFlags("bench", std, benchUsage, true)
+	f.BoolVar(&b.server, "s", false, "server: answer clients' sessions until interrupted")
+	f.BoolVar(&b.once, "once", false, "server: exit after the first client whose run completed")
+	f.BoolVar(&b.client, "c", false, "client: run the benchmark against the server at -a")
+	f.BoolVar(&cfg.Loopback, "loopback", false, "client and server in this process, over loopback TCP")
+	f.StringVar(&b.addr, "a", "", "address to connect to (client) or listen on (server, default all)")
+	f.IntVar(&b.port, "p", bench.Port, "port")
+	f.StringVar(&cfg.Op, "op", "write", "operation: write, read or send")
+	f.StringVar(&size, "size", "65536", "message size in bytes (k/KiB, m/MiB suffixes allowed)")
+	f.IntVar(&cfg.Iters, "iters", 0, "messages in the bandwidth phase, round trips in the latency phase (default 1000)")
+	f.DurationVar(&cfg.Duration, "duration", 0, "run each phase this long instead of --iters")
+	f.IntVar(&cfg.LatIters, "lat-iters", -1, "round trips in the latency phase (default: --iters, at most 10000, or --duration; 0 skips it)")
+	f.IntVar(&cfg.Window, "window", 64, "work requests in flight in the bandwidth phase (1 to 1024)")
+	f.BoolVar(&cfg.CRC, "crc", false, "require the MPA CRC (default: off)")
+	f.BoolVar(&b.json, "json", false, "print one JSON object instead of a table")
+	f.IntVar(&cfg.Repeat, "repeat", 1, "run everything this many times and report medians and spread")
+	f.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `file` (go tool pprof)")
+	f.BoolVar(&cfg.CompareTCP, "compare-tcp", false, "also run the same phases over raw Go TCP (with --loopback)")
+	if err := f.parse(args); err != nil {
+		return nil, nil, err
+	}
+	if err := f.noArgs(); err != nil {
+		return nil, nil, err
+	}
+	roles := 0
+	for _, r := range []bool{b.server, b.client, cfg.Loopback} {
+		if r {
+			roles++
+		}
+	}
+	var err error
+	cfg.Size, err = units.ParseSize(size, bench.MaxSize)
+	switch {
+	case roles != 1:
+		return nil, nil, f.bad("give exactly one of -s, -c and --loopback")
+	case cfg.Op != "write" && cfg.Op != "read" && cfg.Op != "send":
+		return nil, nil, f.bad("--op %q: want write, read or send", cfg.Op)
+	case err != nil:
+		return nil, nil, f.bad("--%v", err)
+	case cfg.Size == 0:
+		return nil, nil, f.bad("--size 0: want at least 1 byte")
+	case cfg.Iters < 0 || cfg.Duration < 0:
+		return nil, nil, f.bad("--iters and --duration must not be negative")
+	case cfg.Iters == 0 && f.given("iters"):
+		return nil, nil, f.bad("--iters 0: want at least one message (or --duration D for a timed run)")
+	case cfg.Iters > 0 && cfg.Duration > 0:
+		return nil, nil, f.bad("give --iters or --duration, not both")
+	case cfg.LatIters < -1:
+		return nil, nil, f.bad("--lat-iters %d: must not be negative", cfg.LatIters)
+	case cfg.Repeat < 1 || cfg.Repeat > 1000:
+		return nil, nil, f.bad("--repeat %d: want 1 to 1000", cfg.Repeat)
+	case cfg.Repeat > 1 && b.server:
+		return nil, nil, f.bad("--repeat is the client's choice")
+	case b.once && !b.server:
+		return nil, nil, f.bad("--once applies to the server")
+	case cfg.Window < 1 || cfg.Window > bench.MaxWindow:
+		return nil, nil, f.bad("--window %d: want 1 to %d", cfg.Window, bench.MaxWindow)
+	case b.port < 0 || b.port > 65535:
+		return nil, nil, f.bad("-p %d: not a port", b.port)
+	case b.client && b.addr == "":
+		return nil, nil, f.bad("the client needs -a ADDR")
+	case cfg.CompareTCP && !cfg.Loopback:
+		return nil, nil, f.bad("--compare-tcp needs --loopback: the baseline runs both ends in this process")
+	}
+	if cfg.Iters == 0 && cfg.Duration == 0 {
+		cfg.Iters = 1000
+	}
+	switch {
+	case cfg.LatIters == -1 && cfg.Duration > 0:
+		cfg.LatIters, cfg.LatTimed = 0, true
+	case cfg.LatIters == -1:
+		cfg.LatIters = min(cfg.Iters, 10000)
+	}
+	cfg.Target = net.JoinHostPort(b.addr, strconv.Itoa(b.port))
+	return cfg, b, nil
+}
+
+func runBench(ctx context.Context, args []string, std stdio) error {
+	cfg, b, err := parseBench(args, std)
+	if err != nil {
+		return err
+	}
+	if b.cpuProfile != "" {
+		f, err := os.Create(b.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if b.server {
+		addr := b.addr
+		if addr == "" {
+			addr = "0.0.0.0"
+		}
+		ln, err := conn.Listen(ctx, "tcp", net.JoinHostPort(addr, strconv.Itoa(b.port)), bench.ConnOptions(cfg.CRC)...)
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		fmt.Fprintf(std.err, "bench server listening on %v\n", ln.Addr())
+		if err := bench.Serve(ctx, ln, bench.ServeConfig{Once: b.once, Log: std.err}); err != nil {
+			return err
+		}
+		return stopped(ctx, "bench", std)
+	}
+	if progress.IsTerminal(std.err) {
+		cfg.Progress = std.err // results, JSON or not, go to stdout
+	}
+	cfg.Log = std.err
+	res, err := bench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if b.json {
+		return json.NewEncoder(std.out).Encode(res)
+	}
+	printBenchTable(std.out, &res)
+	return nil
+}
+
+// printBenchTable prints a result as a table: a row per transport, under
+// each the spread of the runs (with --repeat), and the ratios of iwarp-go
+// to raw TCP, bandwidth and latency each named.
+func printBenchTable(w io.Writer, r *bench.Result) {
+	runs := ""
+	if r.Repeat > 1 {
+		runs = fmt.Sprintf("; medians of %d runs", r.Repeat)
+	}
+	fmt.Fprintf(w, "iwarp-peer bench: %s of %s, %d in flight, CRC %s%s\n", r.Op, units.Bytes(int64(r.Size)), r.Window, negotiated.OnOff(r.CRC), runs)
+	fmt.Fprintf(w, "  connection: %s\n", r.Setup)
+	const format = "  %-10s %12s %20s %12s %16s %12s\n"
+	fmt.Fprintf(w, format, "", "messages", "bandwidth", "msg/s", "lat p50", "lat p99")
+	row := func(name string, msgs int64, g, rate float64, p50, p99 *float64) {
+		fmt.Fprintf(w, format, name, strconv.FormatInt(msgs, 10), fmt.Sprintf("%.3f Gb/s", g), fmt.Sprintf("%.0f", rate), latency(p50), latency(p99))
+	}
+	spread := func(glo, ghi, llo, lhi *float64) {
+		if glo == nil {
+			return
+		}
+		lat := "-"
+		if llo != nil {
+			lat = fmt.Sprintf("%.1f–%.1f µs", *llo, *lhi)
+		}
+		fmt.Fprintf(w, format, "  min–max", "", fmt.Sprintf("%.3f–%.3f Gb/s", *glo, *ghi), "", lat, "")
+	}
+	var p50, p99 *float64
+	if r.LatIters > 0 {
+		p50, p99 = &r.LatP50us, &r.LatP99us
+	}
+	row("iwarp-go", r.Messages, r.Gbps, r.MsgRate, p50, p99)
+	spread(r.GbpsMin, r.GbpsMax, r.LatP50usMin, r.LatP50usMax)
+	if r.TCPGbps == nil {
+		return
+	}
+	row("raw TCP", *r.TCPMessages, *r.TCPGbps, *r.TCPMsgRate, r.TCPLatP50us, r.TCPLatP99us)
+	spread(r.TCPGbpsMin, r.TCPGbpsMax, r.TCPLatP50usMin, r.TCPLatP50usMax)
+	fmt.Fprintf(w, "  iwarp-go / raw TCP: bandwidth %s, latency p50 %s\n", ratio(r.Ratio, r.RatioMin, r.RatioMax), ratio(r.LatRatio, r.LatRatioMin, r.LatRatioMax))
+}
+
+func latency(us *float64) string {
+	if us == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f µs", *us)
+}
+
+// ratio prints a ratio and, over several runs, its range.
+func ratio(v, lo, hi *float64) string {
+	switch {
+	case v == nil:
+		return "-"
+	case lo == nil:
+		return fmt.Sprintf("%.2f", *v)
+	}
+	return fmt.Sprintf("%.2f (%.2f–%.2f)", *v, *lo, *hi)
+}

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/iwarp-go/iwarp-go/internal/demo"
+)
+
+func runDemo(ctx context.Context, args []string, std stdio) error {
+	var cfg demo.Config
+	f := newFlags("demo", std, func(w io.Writer) {
+		fmt.Fprintln(w, "usage: iwarp-peer demo [--pcap FILE]")
+		fmt.Fprintln(w, "An iWARP client and server in this process over loopback TCP: Send/Receive, RDMA Write and Read, every byte verified.")
+	}, true)
+	f.StringVar(&cfg.Pcap, "pcap", "", "record the client's connection into this pcap `file`")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if err := f.noArgs(); err != nil {
+		return err
+	}
+	cfg.Out = std.out
+	return demo.Run(ctx, cfg)
+}
