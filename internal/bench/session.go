@@ -41,8 +41,6 @@ type Region struct {
 	Len  uint32
 }
 
-const regionLen = 16
-
 func appendRegion(b []byte, r Region) []byte {
 	b = binary.BigEndian.AppendUint64(b, r.TO)
 	b = binary.BigEndian.AppendUint32(b, r.STag)

@@ -70,7 +70,7 @@ func Read(r io.Reader) ([]*Conn, error) {
 		src      packetSource
 		linkType func(ci gopacket.CaptureInfo) uint32
 	)
-	end, want := len(data), 0
+	var end, want int // where the complete records end; the cut one's length
 	if binary.BigEndian.Uint32(data) == ngSectionHeader {
 		if end, want, err = checkPcapng(data); err != nil {
 			return nil, err

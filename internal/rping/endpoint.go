@@ -48,14 +48,17 @@ type Config struct {
 	Ready func(net.Addr)
 }
 
-// Check applies rping's limits.
+// Check applies rping's limits, and words its refusals as rping does.
 func (c *Config) Check() error {
 	switch {
 	case c.Size < MinSize || c.Size > MaxSize:
+		//lint:ignore ST1005 rping's own message
 		return fmt.Errorf("Invalid size %d (valid range is %d to %d)", c.Size, MinSize, MaxSize)
 	case c.Count < 0:
+		//lint:ignore ST1005 rping's own message
 		return fmt.Errorf("Invalid count %d", c.Count)
 	case c.Port < 0 || c.Port > 65535:
+		//lint:ignore ST1005 rping's own message
 		return fmt.Errorf("Invalid port %d", c.Port)
 	}
 	return nil

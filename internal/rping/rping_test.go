@@ -248,23 +248,32 @@ func TestRping_PersistentServer(t *testing.T) {
 	require.Equal(t, 13, strings.Count(srv.stdout.String(), "server ping data: rdma-ping-"))
 }
 
+// endless starts a client without -C in the background; it waits for
+// the client's ping n, and returns its output and its result.
+func endless(t *testing.T, ctx context.Context, addr string, n int) (out, errb *conntest.LockedBuffer, done chan error) {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	out, errb, done = &conntest.LockedBuffer{}, &conntest.LockedBuffer{}, make(chan error, 1)
+	go func() {
+		done <- Client(ctx, &Config{Addr: host, Port: p, Size: DefaultSize, Verbose: true, Out: out, Err: errb})
+	}()
+	ping := fmt.Sprintf("rdma-ping-%d: ", n)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), ping); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no ping %d:\n%s", n, errb.String())
+		}
+	}
+	return out, errb, done
+}
+
 // Without -C the client runs until the server goes; that is success.
 func TestRping_ClientUntilServerLeaves(t *testing.T) {
 	srv, addr := startServer(t, DefaultSize, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	host, port, _ := net.SplitHostPort(addr)
-	p, _ := strconv.Atoi(port)
-	var out, errb bytes.Buffer
-	done := make(chan error, 1)
-	go func() {
-		done <- Client(ctx, &Config{Addr: host, Port: p, Size: DefaultSize, Verbose: true, Out: &out, Err: &errb})
-	}()
 	// Let some pings happen, then stop the server.
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.stdout.String() == "" && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	out, errb, done := endless(t, ctx, addr, 1)
 	srv.cancel()
 	select {
 	case err := <-done:
@@ -282,17 +291,7 @@ func TestRping_ClientInterrupted(t *testing.T) {
 	srv, addr := startServer(t, DefaultSize, func(c *Config) { c.Persistent = true })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	host, port, _ := net.SplitHostPort(addr)
-	p, _ := strconv.Atoi(port)
-	var out, errb conntest.LockedBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- Client(ctx, &Config{Addr: host, Port: p, Size: DefaultSize, Verbose: true, Out: &out, Err: &errb})
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), "rdma-ping-2") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	_, errb, done := endless(t, ctx, addr, 2)
 	cancel()
 	select {
 	case err := <-done:

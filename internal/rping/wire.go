@@ -31,6 +31,8 @@ const (
 )
 
 // errBogus is rping's word for a message that is not 16 bytes.
+//
+//lint:ignore ST1005 rping's own message
 var errBogus = errors.New("Received bogus data")
 
 // Info is struct rping_rdma_info: where the sender's buffer is, all fields
