@@ -96,13 +96,26 @@ func (t *Tracker) PersistRange(off, n uint64) error {
 
 // PersistSpan persists all of [off, off+n), whoever wrote it, and drops
 // that range from this tracker's dirty set: a GPSPM flush request, whose
-// server persists the range it names.
+// server persists the range it names. The span itself is persisted as
+// Sink.Persist would (the persist units it touches), and of the tracker's
+// ranges taken with it only those reaching beyond those units in addition.
 func (t *Tracker) PersistSpan(off, n uint64) error {
 	if err := t.s.checkRange(off, n); err != nil {
 		return err
 	}
-	extra := Range{Off: off, Len: n}
-	return t.run(func(d *DirtySet, dst []Range) []Range { return d.TakeRange(off, n, dst) }, &extra)
+	g := t.s.gran
+	lo, hi := alignDown(off, g), alignUp(off+n, g)
+	return t.run(func(d *DirtySet, dst []Range) []Range {
+		dst = d.TakeRange(off, n, dst)
+		// Taken ranges inside the span's units are covered by the span.
+		kept := dst[:0]
+		for _, r := range dst {
+			if r.Off < lo || r.End() > hi {
+				kept = append(kept, r)
+			}
+		}
+		return kept
+	}, &Range{Off: off, Len: n})
 }
 
 func (t *Tracker) run(take func(*DirtySet, []Range) []Range, extra *Range) error {
@@ -129,12 +142,15 @@ func (t *Tracker) run(take func(*DirtySet, []Range) []Range, extra *Range) error
 	t.mu.Lock()
 	t.inflight--
 	if err != nil {
-		for _, r := range rs {
+		// Nothing taken counts as persistent: put it back (a span whose
+		// dirty parts were not kept apart goes back whole, which is more
+		// than was dirty and therefore safe).
+		for _, r := range persist {
 			t.dirty.Add(r.Off, r.Len)
 		}
-	} else {
+	} else if len(persist) > 0 {
 		t.stats.Persists++
-		for _, r := range rs {
+		for _, r := range persist {
 			t.stats.BytesPersisted += r.Len
 		}
 	}
