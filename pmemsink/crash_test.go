@@ -159,11 +159,11 @@ func TestCrash_DefectsAreCaught(t *testing.T) {
 		c    crashCase
 		want string
 	}{
-		"ack before persist": {crashCase{mode: ModeMsync, capacity: 64, ackEarly: true}, "ack before persist"},
-		"ack before persist, dax": {crashCase{mode: ModeDAX, capacity: 64, ackEarly: true}, "ack before persist"},
+		"ack before persist":                  {crashCase{mode: ModeMsync, capacity: 64, ackEarly: true}, "ack before persist"},
+		"ack before persist, dax":             {crashCase{mode: ModeDAX, capacity: 64, ackEarly: true}, "ack before persist"},
 		"persist another connection's ranges": {crashCase{mode: ModeMsync, capacity: 64, otherConn: true}, "not durable"},
-		"lose a range at the dirty-set cap": {crashCase{mode: ModeDAX, capacity: 3, hooks: &testHooks{dropAtCap: true}}, "not durable"},
-		"misaligned msync": {crashCase{mode: ModeMsync, capacity: 64, hooks: &testHooks{misalignMsync: true}}, "not durable"},
+		"lose a range at the dirty-set cap":   {crashCase{mode: ModeDAX, capacity: 3, hooks: &testHooks{dropAtCap: true}}, "not durable"},
+		"misaligned msync":                    {crashCase{mode: ModeMsync, capacity: 64, hooks: &testHooks{misalignMsync: true}}, "not durable"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
