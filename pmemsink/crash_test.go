@@ -62,7 +62,7 @@ type crashCase struct {
 
 const (
 	crashConns = 3
-	crashPages = 16
+	crashPages = 8
 )
 
 // crashTraces runs up to n traces and returns how many the checker

@@ -181,48 +181,55 @@ func (s *Sink) persist(rs ...Range) error {
 	switch s.kind {
 	case persistNone:
 		return nil
-	case persistLines, persistShadowLines:
-		var err error
-		if s.kind == persistLines {
-			err = s.guard(func() error {
-				base := uintptr(unsafe.Pointer(unsafe.SliceData(s.mapped)))
-				for _, r := range rs {
-					if r.Len == 0 {
-						continue
-					}
-					a, b := span(r.Off, r.End(), s.gran, uint64(len(s.mapped)))
-					s.fl.lines(base+uintptr(a), uintptr(b-a), s.fl.line)
-				}
-				s.fl.fence()
-				return nil
-			})
-		} else {
-			for _, r := range rs {
-				if r.Len == 0 {
-					continue
-				}
-				a, b := span(r.Off, r.End(), s.gran, uint64(len(s.mapped)))
-				for off := a; off < b; off += s.gran {
-					s.cfg.shadow.WriteBack(off)
-				}
+	case persistLines:
+		return s.persistLines(rs)
+	case persistShadowLines:
+		for _, r := range rs {
+			a, b := s.lineSpan(r)
+			for off := a; off < b; off += s.gran {
+				s.cfg.shadow.WriteBack(off)
 			}
-			s.cfg.shadow.Fence()
 		}
-		if err != nil {
-			return s.fail(rs[0], err)
-		}
+		s.cfg.shadow.Fence()
 		return nil
 	}
-	// msync, one call per run of adjacent pages.
+	return s.persistMsync(rs)
+}
+
+// lineSpan is the cache lines holding r (empty for an empty r).
+func (s *Sink) lineSpan(r Range) (uint64, uint64) {
+	if r.Len == 0 {
+		return 0, 0
+	}
+	return span(r.Off, r.End(), s.gran, uint64(len(s.mapped)))
+}
+
+// persistLines writes back every line of every range, then fences once.
+// The loop touches the mapping, so it runs under the sink's fault guard: a
+// line of a truncated file or a poisoned page fails the persist instead
+// of the process.
+func (s *Sink) persistLines(rs []Range) error {
+	err := s.guard(func() error {
+		base := uintptr(unsafe.Pointer(unsafe.SliceData(s.mapped)))
+		for _, r := range rs {
+			if a, b := s.lineSpan(r); b > a {
+				s.fl.lines(base+uintptr(a), uintptr(b-a), s.fl.line)
+			}
+		}
+		s.fl.fence()
+		return nil
+	})
+	if err != nil {
+		return s.fail(rs[0], err)
+	}
+	return nil
+}
+
+// persistMsync issues one msync per run of adjacent pages.
+func (s *Sink) persistMsync(rs []Range) error {
 	var runStart, runEnd uint64
 	var first Range
 	have := false
-	flush := func() error {
-		if !have {
-			return nil
-		}
-		return s.msyncSpan(runStart, runEnd)
-	}
 	for _, r := range rs {
 		if r.Len == 0 {
 			continue
@@ -232,13 +239,17 @@ func (s *Sink) persist(rs ...Range) error {
 			runEnd = max(runEnd, b)
 			continue
 		}
-		if err := flush(); err != nil {
-			return s.fail(first, err)
+		if have {
+			if err := s.msyncSpan(runStart, runEnd); err != nil {
+				return s.fail(first, err)
+			}
 		}
 		runStart, runEnd, first, have = a, b, r, true
 	}
-	if err := flush(); err != nil {
-		return s.fail(first, err)
+	if have {
+		if err := s.msyncSpan(runStart, runEnd); err != nil {
+			return s.fail(first, err)
+		}
 	}
 	return nil
 }

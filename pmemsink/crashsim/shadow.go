@@ -17,16 +17,14 @@ type Shadow struct {
 	workVer    []uint32
 	durVer     []uint32
 	durData    []byte
-	pending    []pendingLine
+	// Lines written back and not yet fenced: their offsets, and their
+	// versions and bytes as of the write-back, line after line.
+	pending     []uint64
+	pendingVer  []uint32
+	pendingData []byte
 	failNext   error
 	msyncs     int
 	writeBacks int
-}
-
-type pendingLine struct {
-	off  uint64
-	ver  []uint32
-	data []byte
 }
 
 // NewShadow returns a shadow of a region of size bytes with the given page
@@ -106,24 +104,27 @@ func (s *Shadow) WriteBack(off uint64) {
 	if a >= b {
 		return
 	}
-	p := pendingLine{off: a, ver: append([]uint32(nil), s.workVer[a:b]...)}
+	s.pending = append(s.pending, a)
+	s.pendingVer = append(s.pendingVer, s.workVer[a:b]...)
 	if s.src != nil {
-		p.data = append([]byte(nil), s.src[a:b]...)
+		s.pendingData = append(s.pendingData, s.src[a:b]...)
 	}
-	s.pending = append(s.pending, p)
 }
 
 // Fence models SFENCE: every line written back before it is durable.
 func (s *Shadow) Fence() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, p := range s.pending {
-		copy(s.durVer[p.off:], p.ver)
-		if p.data != nil {
-			copy(s.durData[p.off:], p.data)
+	var k uint64
+	for _, a := range s.pending {
+		n := min(s.line, uint64(len(s.workVer))-a) // the last line may be short
+		copy(s.durVer[a:a+n], s.pendingVer[k:k+n])
+		if s.src != nil {
+			copy(s.durData[a:a+n], s.pendingData[k:k+n])
 		}
+		k += n
 	}
-	s.pending = s.pending[:0]
+	s.pending, s.pendingVer, s.pendingData = s.pending[:0], s.pendingVer[:0], s.pendingData[:0]
 }
 
 // Counts returns how many Msync and WriteBack calls the shadow saw.
