@@ -22,9 +22,9 @@ type Shadow struct {
 	pending     []uint64
 	pendingVer  []uint32
 	pendingData []byte
-	failNext   error
-	msyncs     int
-	writeBacks int
+	failNext    error
+	msyncs      int
+	writeBacks  int
 }
 
 // NewShadow returns a shadow of a region of size bytes with the given page
