@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
+	"github.com/iwarp-go/iwarp-go/termcode"
+
 	"github.com/iwarp-go/iwarp-go/ddp"
 	"github.com/stretchr/testify/require"
 )
@@ -19,22 +22,22 @@ var (
 // The layouts of docs/rfc-notes/flush-extension.md, byte by byte.
 func TestFlushExtension_Layout(t *testing.T) {
 	req := AppendFlushRequest(nil, 7, testFlushReq)
-	require.Equal(t, unhex(t, `
+	require.Equal(t, testutil.Unhex(t, `
 		41 4f 00000000 00000001 00000007 00000000
 		01 00 0003 01020304 00abcd01 1122334455667788 0000000100000000`), req)
 	require.Len(t, req, FlushRequestHeaderLen)
 
 	whole := AppendFlushRequest(nil, 1, FlushRequestFields{ID: 9, STag: 0x100, Placement: PlaceVisibility, WholeRegion: true})
-	require.Equal(t, unhex(t, `
+	require.Equal(t, testutil.Unhex(t, `
 		41 4f 00000000 00000001 00000001 00000000
 		01 00 0011 00000009 00000100 0000000000000000 0000000000000000`), whole)
 
 	resp := AppendFlushResponse(nil, 1, testFlushResp)
-	require.Equal(t, unhex(t, `41 4f 00000000 00000003 00000001 00000000 02 03 0000 01020304`), resp)
+	require.Equal(t, testutil.Unhex(t, `41 4f 00000000 00000003 00000001 00000000 02 03 0000 01020304`), resp)
 	require.Len(t, resp, FlushResponseHeaderLen)
 
 	fail := AppendFlushResponse(nil, 2, FlushResponseFields{ID: 5, Status: FlushPersistFailed, Achieved: PlaceVisibility})
-	require.Equal(t, unhex(t, `41 4f 00000000 00000003 00000002 00000000 02 01 0002 00000005`), fail)
+	require.Equal(t, testutil.Unhex(t, `41 4f 00000000 00000003 00000002 00000000 02 01 0002 00000005`), fail)
 }
 
 // A receiver peeks MaxHeaderLen bytes before classifying; a Flush Request
@@ -72,9 +75,9 @@ func TestFlushExtension_UnnegotiatedIsUnexpectedOpcode(t *testing.T) {
 		require.True(t, IsExtension(b))
 		_, err := Parse(b, len(b))
 		require.ErrorIs(t, err, UnexpectedOpcode)
-		c, ok := TermCodeOf(err)
+		c, ok := termcode.Of(err)
 		require.True(t, ok)
-		require.Equal(t, CodeUnexpectedOpcode, c)
+		require.Equal(t, termcode.RDMAPUnexpectedOpcode, c)
 	}
 	require.False(t, IsExtension(AppendReadRequest(nil, 1, ReadRequestFields{})))
 	require.False(t, IsExtension(AppendWrite(nil, true, 1, 0)))
@@ -95,7 +98,7 @@ func TestFlushExtension_Errors(t *testing.T) {
 		ulpdu int
 		want  error
 	}{
-		{"DDP version", mut(req, func(b []byte) { b[0] = 0x42 }), 46, ddp.ErrUntaggedVersion},
+		{"DDP version", mut(req, func(b []byte) { b[0] = 0x42 }), 46, termcode.DDPUntaggedVersion},
 		{"RDMAP version", mut(req, func(b []byte) { b[1] = 0x8f }), 46, RDMAPVersion},
 		{"not the extension opcode", mut(req, func(b []byte) { b[1] = 0x41 }), 46, UnexpectedOpcode},
 		{"tagged", mut(req, func(b []byte) { b[0] = 0xc1 }), 46, TaggedFlagMismatch},
@@ -118,19 +121,19 @@ func TestFlushExtension_Errors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseExtension(tc.b, tc.ulpdu)
 			require.ErrorIs(t, err, tc.want)
-			_, ok := TermCodeOf(err)
+			_, ok := termcode.Of(err)
 			require.True(t, ok, "every error carries a Terminate code: %v", err)
 		})
 	}
 	// The Terminate codes the design names.
-	code := func(b []byte, n int) TermCode {
+	code := func(b []byte, n int) termcode.Code {
 		_, err := ParseExtension(b, n)
-		c, _ := TermCodeOf(err)
+		c, _ := termcode.Of(err)
 		return c
 	}
-	require.Equal(t, CodeUnexpectedOpcode, code(mut(req, func(b []byte) { b[18] = 0x7f }), 46))
-	require.Equal(t, CodeStreamCatastrophic, code(mut(req, func(b []byte) { b[21] = 0 }), 46))
-	require.Equal(t, CodeDDPInvalidQN, code(mut(req, func(b []byte) { b[9] = 3 }), 46))
+	require.Equal(t, termcode.RDMAPUnexpectedOpcode, code(mut(req, func(b []byte) { b[18] = 0x7f }), 46))
+	require.Equal(t, termcode.RDMAPStreamCatastrophic, code(mut(req, func(b []byte) { b[21] = 0 }), 46))
+	require.Equal(t, termcode.DDPUntaggedInvalidQN, code(mut(req, func(b []byte) { b[9] = 3 }), 46))
 
 	// Fewer bytes than the segment holds is a caller error.
 	_, err := ParseExtension(req[:30], 46)
@@ -179,7 +182,7 @@ func FuzzParseExtension(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte, ulpdu uint16) {
 		h, err := ParseExtension(b, int(ulpdu))
 		if err != nil {
-			if _, ok := TermCodeOf(err); !ok && !errors.Is(err, ddp.ErrShortBuffer) {
+			if _, ok := termcode.Of(err); !ok && !errors.Is(err, ddp.ErrShortBuffer) {
 				t.Fatalf("error without a Terminate code: %v", err)
 			}
 			_ = NewTerminate(err)
