@@ -14,7 +14,9 @@ func TestCompletionHandler_EveryAPICallFromAHandler(t *testing.T) {
 		name string
 		call func(qp, peer *QP, mr *MR)
 	}{
-		{"PostSend", func(qp, _ *QP, mr *MR) { qp.PostSend(SendWR{ID: 900, Op: OpWrite, SGL: []SGE{mr.SGE(0, 8)}, Remote: mr.Remote(0)}) }},
+		{"PostSend", func(qp, _ *QP, mr *MR) {
+			qp.PostSend(SendWR{ID: 900, Op: OpWrite, SGL: []SGE{mr.SGE(0, 8)}, Remote: mr.Remote(0)})
+		}},
 		{"PostRecv", func(qp, _ *QP, mr *MR) { qp.PostRecv(RecvWR{ID: 901, SGL: []SGE{mr.SGE(8, 8)}}) }},
 		{"PostSendBatch", func(qp, _ *QP, mr *MR) {
 			qp.PostSendBatch([]SendWR{{Op: OpWrite, SGL: []SGE{mr.SGE(0, 8)}, Remote: mr.Remote(0)}})

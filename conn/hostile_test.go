@@ -49,7 +49,6 @@ type hostileServer struct {
 	ro    *MR // RemoteRead only
 	recv  *MR // receive buffer
 	other *MR // remote-writable, in another PD of the same device
-	big   *MR // optional large RemoteRead region
 }
 
 func newHostileServer(t *testing.T, opts ...Option) *hostileServer {
@@ -261,7 +260,7 @@ func hostileCases() []hostileCase {
 		{name: "DDPVersionUntagged", cond: rdmap.DDPVersionUntagged, run: func(s *hostileServer, p *rawPeer) ([]byte, int, []byte) {
 			s.qp.PostRecv(RecvWR{SGL: []SGE{s.recv.SGE(0, regionLen)}})
 			u := uSend(rdmap.OpSend, true, 0, 0, 1, 0, payload)
-			u[0] = u[0]&^3 | 0
+			u[0] &^= 3 // DDP version 0
 			h, n := offending(s, p, u)
 			return h, n, nil
 		}},

@@ -68,7 +68,7 @@ const (
 // crashTraces runs up to n traces and returns how many the checker
 // rejected (stopping at the first rejection if stopAtFirst) and the first
 // error, with totals of what the traces did.
-func crashTraces(t *testing.T, c crashCase, n int, seed uint64, stopAtFirst bool) (bad int, first error, acks, widened uint64) {
+func crashTraces(t *testing.T, c crashCase, n int, seed uint64, stopAtFirst bool) (bad int, acks, widened uint64, first error) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, uint64(c.mode)<<8|uint64(c.capacity)))
 	dir := memDir(t)
@@ -142,7 +142,7 @@ func TestCrash_AcknowledgedFlushesSurvive(t *testing.T) {
 	} {
 		t.Run(c.mode.String()+"/cap"+string(rune('0'+c.capacity/10))+string(rune('0'+c.capacity%10)), func(t *testing.T) {
 			n := crashCount(500)
-			bad, first, acks, widened := crashTraces(t, c, n, 1, false)
+			bad, acks, widened, first := crashTraces(t, c, n, 1, false)
 			require.NoError(t, first)
 			require.Zero(t, bad)
 			require.Greater(t, acks, uint64(3*n), "the traces acknowledge flushes")
@@ -167,7 +167,7 @@ func TestCrash_DefectsAreCaught(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			bad, first, _, _ := crashTraces(t, tc.c, 300, 2, true)
+			bad, _, _, first := crashTraces(t, tc.c, 300, 2, true)
 			require.Positive(t, bad, "the simulator must reject this defect")
 			require.ErrorContains(t, first, tc.want)
 			t.Logf("caught: %v", first)

@@ -105,7 +105,7 @@ func roles(goServer bool) (initiator, responder string) {
 type wireCheck struct {
 	requests, replies   int
 	goodCRC, badCRC     int
-	malformed, expert   int
+	malformed           int
 	crcFlags, revisions []string // of Request then Reply
 	opcodes             map[string]int
 }
