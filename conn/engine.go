@@ -290,7 +290,10 @@ func (e *engine) endTxLocked() {
 	if term != nil {
 		var sendErr error
 		if atBoundary {
-			sendErr = e.tx.sendTerminate(e.c, term)
+			if sendErr = e.tx.sendTerminate(e.c, term); sendErr == nil {
+				qp.stats.termTx.add(term.Code)
+				qp.stats.countTx(rdmap.OpTerminate, term.Len())
+			}
 		} else {
 			sendErr = errMidFPDU
 		}
@@ -376,7 +379,9 @@ func (e *engine) finish() {
 	qp.setState(stateClosed, qp.err)
 	err := qp.err
 	qp.mu.Unlock()
+	qp.stats.closed.Add(1)
 	qp.pd.untrack(e)
+	qp.pd.dev.closedQP(qp)
 	if e.log != nil {
 		e.log.LogAttrs(context.Background(), slog.LevelInfo, "iwarp: closed",
 			slog.Uint64("qpn", uint64(qp.qpn)), slog.String("reason", err.Error()))

@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"time"
 	"errors"
 	"fmt"
 	"net"
@@ -109,7 +110,10 @@ type QP struct {
 	setupConn   net.Conn           // the connection while setup runs
 	setupCancel context.CancelFunc // cuts setup short
 	setupPhase  setupPhase
-	closeReq    bool // Close was called during setup
+	closeReq    bool      // Close was called during setup
+	setupStart  time.Time // when setup began, for Stats
+
+	stats counters
 }
 
 // NewQP creates a queue pair in pd whose completions go to cq (and to

@@ -141,6 +141,9 @@ func (e *engine) receiveOne() error {
 		return err
 	}
 	h := &rx.h
+	st := &e.qp.stats
+	st.fpdusRx[h.Op].Add(1)
+	st.bytesRx[h.Op].Add(uint64(n))
 	if err := rx.r.Discard(h.Len); err != nil {
 		return err
 	}
@@ -514,6 +517,10 @@ func (e *engine) commitQueueRead(*rdmap.Header, int) error {
 	}
 	ctr, gen := e.irq.push(ent)
 	qp.mu.Unlock()
+	qp.stats.readsQueued.Add(1)
+	if hooks != nil {
+		qp.stats.readsHeld.Add(1)
+	}
 	if hooks != nil {
 		hooks.ReadRequested(qp, ent.srcOff, len(ent.src), ReadRelease{e: e, ctr: ctr, gen: gen})
 	}
@@ -522,6 +529,7 @@ func (e *engine) commitQueueRead(*rdmap.Header, int) error {
 }
 
 func (e *engine) commitTerminate(*rdmap.Header, int) error {
+	e.qp.stats.termRx.add(e.rx.pend.term.Code)
 	e.fail(e.rx.pend.term, nil)
 	return errStop
 }
@@ -588,6 +596,9 @@ func (e *engine) openTx() {
 // receiveFailed ends the connection after the receive role stopped.
 func (e *engine) receiveFailed(err error) {
 	var coded termcode.Code
+	if errors.Is(err, mpa.ErrCRC) {
+		e.qp.stats.crcErrors.Add(1)
+	}
 	switch {
 	case err == errStop:
 	case e.dead.Load():

@@ -99,6 +99,9 @@ func (qp *QP) client(ctx context.Context, c net.Conn, cfg *config) error {
 			sendSetupTerminate(c, me)
 		}
 		c.Close()
+		if errors.Is(err, mpa.ErrRejected) {
+			qp.stats.rejectsRx.Add(1)
+		}
 		return qp.setupFailed(fmt.Errorf("iwarp: connection setup: %w", err))
 	}
 	app, isGo := splitPeerTrailer(res.PeerPrivateData)
@@ -142,7 +145,10 @@ func (qp *QP) established(e *engine) error {
 	qp.setupConn, qp.setupCancel = nil, nil
 	closing := qp.closeReq
 	qp.setState(stateRTS, nil)
+	qp.stats.connections.Add(1)
+	qp.stats.setupNanos.Add(sinceNanos(qp.setupStart))
 	qp.mu.Unlock()
+	qp.pd.dev.liveQP(qp)
 	e.start()
 	qp.kick()
 	if closing {
@@ -175,6 +181,7 @@ func (e *engine) sendRTR(timeout time.Duration) error {
 	if err := tx.w.WriteFPDU(hdr); err != nil {
 		return err
 	}
+	e.qp.stats.countTx(rdmap.ControlOpcode(hdr[1]), len(hdr))
 	return tx.w.Flush()
 }
 
@@ -199,6 +206,7 @@ func (qp *QP) beginSetup(cancel context.CancelFunc) error {
 		return fmt.Errorf("%w: connect on a %s queue pair", ErrQPState, qp.state)
 	}
 	qp.setState(stateConnecting, nil)
+	qp.setupStart = time.Now()
 	qp.setupCancel = cancel
 	qp.setupPhase = setupWaiting
 	return nil

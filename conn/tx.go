@@ -313,6 +313,8 @@ func (e *engine) startReadRequest(_ *sendOpInfo, ctr uint32, w *sendWQE, refs []
 		SrcSTag:  uint32(w.remote.STag),
 		SrcTO:    w.remote.TO,
 	})
+	e.qp.stats.readsIssued.Add(1)
+	e.qp.stats.countTx(rdmap.OpReadRequest, len(hdr))
 	if err := e.tx.w.WriteFPDU(hdr); err != nil {
 		// A header always fits an FPDU: the writer is broken.
 		w.status, w.err, w.done = WCLocQPOpErr, err, true
@@ -376,6 +378,7 @@ func (e *engine) frameOne() error {
 	if err := tx.w.End(); err != nil {
 		return err
 	}
+	e.qp.stats.countTx(rdmap.ControlOpcode(seg.Header[1]), len(seg.Header)+seg.Len)
 	if seg.Last {
 		if tx.cur == txIRQ {
 			// The IRD credit is free as soon as the response's last
