@@ -5,20 +5,27 @@ import (
 	"math/bits"
 )
 
-// CRCMode says how a side negotiates the MPA CRC (RFC 5044 §7.1, C flag).
-// Whatever the mode, the CRC in use is the Reply's C bit: the responder
-// decides, as siw does.
+// CRCMode says how a side negotiates the MPA CRC (RFC 5044 §7.1.1, C
+// flag). C declares a side's preference; CRC is in use in both directions
+// when either the Request or the Reply has C set, and off only when
+// neither has (RFC 5044 §7.1.1, §4.4 (2b)).
+//
+// A responder in every mode sets C whenever the Request has it, so that an
+// initiator that follows the Reply's C alone (siw does) agrees with it.
 type CRCMode uint8
 
 const (
-	// CRCPreferred: the initiator sets C and accepts a reply without it;
-	// the responder sets C. This is the zero value.
+	// CRCPreferred: this side sets C, so CRC is always in use. This is
+	// the zero value (RFC 5044 §4.4: "The default configuration for a
+	// connection MUST be to use CRCs").
 	CRCPreferred CRCMode = iota
-	// CRCRequired: as Preferred, but the initiator fails when the reply
-	// lacks C.
+	// CRCRequired: as Preferred, and an initiator also fails when the
+	// Reply does not itself set C. The RFC would run with CRC anyway;
+	// this refuses responders that may instead follow their own C bit.
 	CRCRequired
-	// CRCOff: the initiator does not set C; the responder copies the
-	// request's C bit.
+	// CRCOff: the initiator does not set C, and the responder sets C
+	// only when the Request has it. CRC is then off only if the peer
+	// does not ask for it either.
 	CRCOff
 )
 

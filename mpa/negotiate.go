@@ -30,7 +30,8 @@ func (r Role) String() string {
 type Result struct {
 	Role     Role
 	Revision uint8
-	// CRC is the Reply's C bit: whether both directions carry CRC32c.
+	// CRC reports that both directions carry CRC32c: the Request or the
+	// Reply has C set (RFC 5044 §7.1.1).
 	CRC bool
 	// SendMarkers: the peer set M, so this side inserts markers into the
 	// stream it sends. RecvMarkers: this side set M, so the peer's stream
@@ -145,6 +146,9 @@ func AnswerRequest(cfg *Config, req *Frame, privateData []byte) (reply Frame, re
 		WaitForPeerFPDU: true,
 		PeerPrivateData: req.PrivateData,
 	}
+	// C in the Reply is this side's preference; CRC is on when either
+	// frame has C (RFC 5044 §7.1.1). C is echoed even in CRCOff, so an
+	// initiator that follows the Reply's C alone (siw) still agrees.
 	if cfg.CRC != CRCOff || req.Flags&FlagCRC != 0 {
 		rep.Flags |= FlagCRC
 		res.CRC = true
@@ -269,9 +273,12 @@ func CheckReply(cfg *Config, req, rep *Frame) (Result, error) {
 		return Result{}, protoErr(termcode.MPAInvalidFrame, ErrCRCRequired, "reply has C clear")
 	}
 	res := Result{
-		Role:            Initiator,
-		Revision:        rep.Rev,
-		CRC:             rep.Flags&FlagCRC != 0,
+		Role:     Initiator,
+		Revision: rep.Rev,
+		// RFC 5044 §7.1.1: "When this bit is '1' in either the MPA
+		// Request Frame or MPA Reply Frame, CRCs MUST be generated and
+		// checked by both endpoints."
+		CRC:             (req.Flags|rep.Flags)&FlagCRC != 0,
 		SendMarkers:     rep.Flags&FlagMarkers != 0,
 		RecvMarkers:     req.Flags&FlagMarkers != 0,
 		PeerPrivateData: rep.PrivateData,

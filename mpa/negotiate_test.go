@@ -61,7 +61,8 @@ func TestNegotiate_DefaultsMatchSiwInitiator(t *testing.T) {
 }
 
 func TestNegotiate_RFC5044_7_1_CRCModes(t *testing.T) {
-	// CRC in use is the Reply's C bit; Required initiators fail without it.
+	// CRC is in use when either frame has C; Required initiators also fail
+	// on a Reply without it.
 	for _, tc := range []struct {
 		ini, resp CRCMode
 		crc       bool
@@ -91,7 +92,64 @@ func TestNegotiate_RFC5044_7_1_CRCModes(t *testing.T) {
 	require.Equal(t, termcode.MPAInvalidFrame, code(t, err))
 	res, err := CheckReply(&Config{CRC: CRCPreferred}, &req, &rep)
 	require.NoError(t, err)
-	require.False(t, res.CRC)
+	require.True(t, res.CRC, "the Request's C alone turns CRC on (RFC 5044 §7.1.1)")
+}
+
+// RFC 5044 §7.1.1, C: "When this field is '0' in the MPA Request Frame and
+// the MPA Reply Frame, CRCs MUST not be checked ... When this bit is '1' in
+// either the MPA Request Frame or MPA Reply Frame, CRCs MUST be generated
+// and checked by both endpoints."
+func TestCheckReply_RFC5044_7_1_1_CRCEitherSide(t *testing.T) {
+	for _, reqC := range []bool{false, true} {
+		for _, repC := range []bool{false, true} {
+			req := Frame{Kind: KindRequest, Rev: 2, Flags: FlagEnhanced, HasIRDORD: true}
+			rep := Frame{Kind: KindReply, Rev: 2, Flags: FlagEnhanced, HasIRDORD: true}
+			if reqC {
+				req.Flags |= FlagCRC
+			}
+			if repC {
+				rep.Flags |= FlagCRC
+			}
+			for _, mode := range []CRCMode{CRCPreferred, CRCOff} {
+				res, err := CheckReply(&Config{CRC: mode}, &req, &rep)
+				require.NoError(t, err)
+				require.Equal(t, reqC || repC, res.CRC, "Request C %v, Reply C %v, mode %s", reqC, repC, mode)
+			}
+		}
+	}
+
+	// The responder: C in its Reply whenever the Request has C or its own
+	// mode wants CRC; its Result agrees with what the Request and Reply
+	// say together.
+	for _, mode := range []CRCMode{CRCPreferred, CRCRequired, CRCOff} {
+		for _, reqC := range []bool{false, true} {
+			req := Frame{Kind: KindRequest, Rev: 2, Flags: FlagEnhanced, HasIRDORD: true}
+			if reqC {
+				req.Flags |= FlagCRC
+			}
+			rep, res, err := AnswerRequest(&Config{CRC: mode}, &req, nil)
+			require.NoError(t, err)
+			repC := rep.Flags&FlagCRC != 0
+			require.Equal(t, reqC || mode != CRCOff, repC, "mode %s, Request C %v", mode, reqC)
+			require.Equal(t, reqC || repC, res.CRC)
+			// siw as initiator runs with the Reply's C alone
+			// (siw_proc_mpareply); echoing C keeps it in step.
+			require.Equal(t, repC, res.CRC, "a siw initiator would disagree")
+		}
+	}
+
+	// siw as responder copies the Request's C into its Reply
+	// (siw_proc_mpareq), so against siw the Reply's C and the either-side
+	// rule always agree: the rule changes nothing on the wire toward siw.
+	for _, mode := range []CRCMode{CRCPreferred, CRCOff} {
+		req, err := BuildRequest(&Config{CRC: mode}, nil)
+		require.NoError(t, err)
+		siwRep := Frame{Kind: KindReply, Rev: 2, Flags: FlagEnhanced | req.Flags&FlagCRC, HasIRDORD: true}
+		res, err := CheckReply(&Config{CRC: mode}, &req, &siwRep)
+		require.NoError(t, err)
+		require.Equal(t, siwRep.Flags&FlagCRC != 0, res.CRC)
+		require.Equal(t, mode != CRCOff, res.CRC)
+	}
 }
 
 func TestNegotiate_RFC6581_Revisions(t *testing.T) {
