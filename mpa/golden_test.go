@@ -139,7 +139,8 @@ type streamFPDU struct {
 func readFPDUs(t *testing.T, st *capture.Stream, off int, crc bool) []streamFPDU {
 	t.Helper()
 	data := st.Data[off:]
-	r := NewReader(iotestHalf(bytes.NewReader(data)), ReaderConfig{CRC: crc})
+	// Captures are decoded past CRC errors, to check every FPDU.
+	r := NewReader(iotestHalf(bytes.NewReader(data)), ReaderConfig{CRC: crc, ContinueAfterCRCError: true})
 	var out []streamFPDU
 	pos := 0
 	for {
