@@ -112,7 +112,8 @@ func BuildRequest(cfg *Config, privateData []byte) (Frame, error) {
 //
 // Checks, in order:
 //   - not a Request, or revision 0 or above 2: no reply (siw closes silently);
-//   - enhanced with PD_Length < 4: reject (siw rejects);
+//   - enhanced with PD_Length < 4: no reply (siw rejects; RFC 5044 §7.1.2
+//     rule 2 closes an improperly formatted Request);
 //   - M set while cfg.RefuseMarkers: reject (siw rejects M);
 //   - peer-to-peer requested with no RTR type both offered and supported:
 //     reject, error code 0x07.
@@ -131,7 +132,12 @@ func AnswerRequest(cfg *Config, req *Frame, privateData []byte) (reply Frame, re
 		return rejectFrame(req, nil), Result{}, e
 	}
 	if req.Enhanced() && !req.HasIRDORD {
-		return reject(protoErr(termcode.MPAInvalidFrame, ErrShortEnhanced, "PD_Length %d", req.PDLength()))
+		// RFC 6581 §6: with S set, "Private Data MUST begin with enhanced
+		// RDMA connection establishment data"; without room for it the
+		// Request is improperly formatted, and RFC 5044 §7.1.2 rule 2
+		// says the responder "MUST close the TCP connection and exit
+		// MPA" (§8 code 4: "immediately closed"). siw rejects instead.
+		return Frame{}, Result{}, protoErr(termcode.MPAInvalidFrame, ErrShortEnhanced, "PD_Length %d", req.PDLength())
 	}
 	if req.Flags&FlagMarkers != 0 && cfg.RefuseMarkers {
 		return reject(protoErr(termcode.MPAInvalidFrame, ErrMarkersRefused, "request has M set"))

@@ -3,6 +3,7 @@ package mpa
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/iwarp-go/iwarp-go/internal/testutil"
@@ -427,15 +428,32 @@ func TestNegotiate_RejectsCarryPrivateData(t *testing.T) {
 	require.Equal(t, uint8(1), rej.Rev)
 }
 
-// An enhanced request too short for its block is answered with a reject
-// (siw_proc_mpareq does the same; mpa-host-client round 9).
-func TestNegotiate_RFC6581_ShortEnhancedRequestRejected(t *testing.T) {
-	req := Frame{Kind: KindRequest, Rev: 2, Flags: FlagEnhanced, PrivateData: []byte{0, 1}}
-	rep, _, err := AnswerRequest(&Config{}, &req, nil)
-	require.ErrorIs(t, err, ErrShortEnhanced)
-	require.True(t, err.(*Error).RejectReply)
-	require.Equal(t, FlagReject|FlagEnhanced, rep.Flags)
-	require.True(t, rep.HasIRDORD, "our rejects keep PD_Length >= 4")
+// An enhanced Request too short for its block is improperly formatted
+// (RFC 6581 §6: with S set the Private Data "MUST begin with" the block),
+// and an improperly formatted Request is closed without a Reply (RFC 5044
+// §7.1.2 rule 2: "the implementation MUST close the TCP connection and exit
+// MPA"). siw answers it with a reject instead (mpa-host-client round 9).
+func TestAnswerRequest_RFC5044_7_1_2_ShortEnhancedRequestClosed(t *testing.T) {
+	for _, flags := range []Flags{FlagEnhanced, FlagEnhanced | FlagCRC, FlagEnhanced | FlagReject} {
+		// R is "not checked on reception in the MPA Request Frame"
+		// (RFC 5044 §7.1.1): the frame parses, PD_Length 2, no block.
+		b := testutil.Unhex(t, reqKeyHex+fmt.Sprintf("%02x 02 00 02 00 01", uint8(flags)))
+		req, _, perr := ParseFrame(b)
+		if flags&FlagReject == 0 {
+			require.ErrorIs(t, perr, ErrShortEnhanced)
+			req = Frame{Kind: KindRequest, Rev: 2, Flags: flags, PrivateData: []byte{0, 1}}
+		} else {
+			require.NoError(t, perr)
+			require.False(t, req.HasIRDORD)
+		}
+		for _, cfg := range []Config{{}, {P2P: true, IRD: 4, ORD: 4}} {
+			rep, _, err := AnswerRequest(&cfg, &req, nil)
+			require.ErrorIs(t, err, ErrShortEnhanced)
+			require.False(t, err.(*Error).RejectReply)
+			require.Equal(t, termcode.MPAInvalidFrame, code(t, err))
+			require.Zero(t, rep.Kind, "no Reply is sent")
+		}
+	}
 }
 
 func TestNegotiate_SiwPrivateDataLimits(t *testing.T) {
@@ -494,6 +512,8 @@ func FuzzNegotiate(f *testing.F) {
 	for _, g := range goldenFrames {
 		f.Add(testutil.Unhex(f, g.hex), uint8(0))
 	}
+	// An enhanced Request too short for its block; with R set it parses.
+	f.Add(testutil.Unhex(f, reqKeyHex+"30 02 00 02 00 01"), uint8(1))
 	for _, c := range []Config{{}, {P2P: true, RTR: rtrAll, IRD: 4, ORD: 4}, {Revision: 1, RequestMarkers: true}, {NoEnhanced: true, CRC: CRCOff}} {
 		req, err := BuildRequest(&c, []byte("pd"))
 		require.NoError(f, err)
@@ -519,6 +539,9 @@ func FuzzNegotiate(f *testing.F) {
 			var pe *Error
 			if !errors.As(err, &pe) {
 				t.Fatalf("responder error %v is not an *Error", err)
+			}
+			if errors.Is(err, ErrShortEnhanced) && rep.Kind != 0 {
+				t.Fatalf("an improperly formatted Request %s is answered with %s", &frame, &rep)
 			}
 			if rep.Kind != 0 {
 				if _, err := AppendFrame(nil, &rep); err != nil {
