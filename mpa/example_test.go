@@ -106,3 +106,33 @@ func ExampleError_code() {
 	}
 	// Output: Terminate 0x2002: true
 }
+
+// After a CRC error a Reader delivers no more FPDUs (RFC 5044 §8); a
+// decoder of a captured stream opts in to reading on.
+func ExampleReaderConfig_captures() {
+	var wire bytes.Buffer
+	w := mpa.NewWriter(&wire, mpa.WriterConfig{CRC: true})
+	for _, s := range []string{"one", "two", "three"} {
+		_ = w.WriteFPDU([]byte{0x41, 0x43}, []byte(s))
+	}
+	_ = w.Flush()
+	stream := wire.Bytes()
+	stream[5] ^= 1 // a payload bit of the first FPDU
+
+	for _, cfg := range []mpa.ReaderConfig{{CRC: true}, {CRC: true, ContinueAfterCRCError: true}} {
+		r := mpa.NewReader(bytes.NewReader(stream), cfg)
+		fmt.Print("continue ", cfg.ContinueAfterCRCError, ":")
+		for range 3 { // the stream holds three FPDUs
+			u, err := r.ReadFPDU(make([]byte, 64))
+			if err != nil {
+				fmt.Print(" [", errors.Is(err, mpa.ErrCRC), "]")
+				continue
+			}
+			fmt.Printf(" %s", u[2:])
+		}
+		fmt.Println()
+	}
+	// Output:
+	// continue false: [true] [true] [true]
+	// continue true: [true] two three
+}
