@@ -73,13 +73,24 @@ type Config struct {
 	// 128.
 	IRD, ORD uint16
 
-	// P2P asks for (initiator) or allows (responder) RFC 6581
-	// peer-to-peer mode.
+	// P2P makes an initiator ask for RFC 6581 peer-to-peer mode. A
+	// responder answers a Request that asks for it in peer-to-peer mode
+	// whether P2P is set or not: RFC 6581 §9.2, "If Control Flag A is 1
+	// in the MPA Request message, then the responder MUST set Control
+	// Flag A to 1 in the MPA reply message".
 	P2P bool
 	// RTR is, for an initiator with P2P, the RTR types offered (zero
 	// offers Write, the one siw picks when offered); for a responder,
 	// the types it can receive (zero means Write and Read).
 	RTR RTR
+	// SendableRTR is, for an initiator, every RTR type it is able to
+	// send; zero means all three (conn sends each, in siw's forms). A
+	// Reply may name types that were not offered (RFC 6581 §9.2: the
+	// responder "MAY include additional RTR indication options it
+	// supports"); the initiator picks one it offered if the Reply names
+	// one, else one of these, and fails with error 0x07 if there is
+	// none. It must include the types offered.
+	SendableRTR RTR
 
 	// AcceptDowngrade lets an initiator that sent an enhanced Request
 	// accept a revision-1 Reply or a revision-2 Reply without the
@@ -106,6 +117,30 @@ func (c *Config) revision() uint8 {
 
 // enhanced reports whether this side's own frames use RFC 6581 setup.
 func (c *Config) enhanced() bool { return c.revision() == 2 && !c.NoEnhanced }
+
+// offeredRTR is the set of RTR types an initiator with P2P offers.
+func (c *Config) offeredRTR() RTR {
+	if c.RTR == 0 {
+		return RTRWrite
+	}
+	return c.RTR
+}
+
+// sendableRTR is the set of RTR types an initiator can send.
+func (c *Config) sendableRTR() RTR {
+	if c.SendableRTR == 0 {
+		return rtrAll
+	}
+	return c.SendableRTR
+}
+
+// acceptedRTR is the set of RTR types a responder can receive.
+func (c *Config) acceptedRTR() RTR {
+	if c.RTR == 0 {
+		return RTRWrite | RTRRead
+	}
+	return c.RTR
+}
 
 func (c *Config) maxRecvPD() int {
 	if c.MaxPrivateData == 0 {
@@ -135,6 +170,12 @@ func (c *Config) Validate() error {
 	}
 	if c.RTR&^rtrAll != 0 {
 		return fmt.Errorf("%w: RTR bits 0x%02x", ErrConfig, uint8(c.RTR))
+	}
+	if c.SendableRTR&^rtrAll != 0 {
+		return fmt.Errorf("%w: SendableRTR bits 0x%02x", ErrConfig, uint8(c.SendableRTR))
+	}
+	if c.P2P && c.SendableRTR != 0 && c.offeredRTR()&^c.SendableRTR != 0 {
+		return fmt.Errorf("%w: RTR types %s offered, only %s sendable", ErrConfig, c.offeredRTR(), c.SendableRTR)
 	}
 	if c.P2P && !c.enhanced() {
 		return fmt.Errorf("%w: peer-to-peer mode needs revision 2 with enhanced setup", ErrConfig)

@@ -136,3 +136,25 @@ func ExampleReaderConfig_captures() {
 	// continue false: [true] [true] [true]
 	// continue true: [true] two three
 }
+
+// Peer-to-peer mode (RFC 6581 §9.2): a responder that accepts none of the
+// RTR types offered names one it accepts, and an initiator that can send
+// it uses it although it did not offer it.
+func Example_peerToPeer() {
+	ini := &mpa.Config{P2P: true, RTR: mpa.RTRSend, IRD: 4, ORD: 4}
+	req, _ := mpa.BuildRequest(ini, nil)
+	rep, resp, _ := mpa.AnswerRequest(&mpa.Config{RTR: mpa.RTRWrite | mpa.RTRRead, IRD: 4, ORD: 4}, &req, nil)
+	res, err := mpa.CheckReply(ini, &req, &rep)
+	fmt.Println("offered", req.IRDORD.RTR, "named", rep.IRDORD.RTR, "initiator sends", res.RTR, err)
+	fmt.Println("responder waits for it:", resp.P2P, resp.WaitForPeerFPDU)
+
+	// One that can only send what it offered terminates with error 0x07.
+	ini.SendableRTR = mpa.RTRSend
+	_, err = mpa.CheckReply(ini, &req, &rep)
+	var c termcode.Code
+	fmt.Println(errors.As(err, &c), errors.Is(err, mpa.ErrNoMatchingRTR), fmt.Sprintf("0x%04x", uint16(c)))
+	// Output:
+	// offered Send named Write initiator sends Write <nil>
+	// responder waits for it: true true
+	// true true 0x2007
+}

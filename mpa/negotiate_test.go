@@ -318,60 +318,130 @@ func TestNegotiate_RFC6581_PeerToPeerRTR(t *testing.T) {
 		offer, accept RTR
 		respIRD       uint16
 		iniORD        uint16
-		want          RTR
-		err           error
+		sendable      RTR // initiator's SendableRTR
+		named         RTR // the responder's Reply
+		want          RTR // the initiator's pick; 0: it fails with 0x07
 	}{
-		{"default offer is Write", 0, 0, 0, 0, RTRWrite, nil},
-		{"Write preferred", RTRSend | RTRWrite | RTRRead, RTRSend | RTRWrite | RTRRead, 1, 1, RTRWrite, nil},
-		{"Read when Write not offered", RTRRead | RTRSend, 0, 1, 1, RTRRead, nil},
-		{"Read needs responder IRD", RTRRead | RTRSend, RTRRead | RTRSend, 0, 1, RTRSend, nil},
-		{"Read needs initiator ORD", RTRRead, 0, 1, 0, 0, ErrNoMatchingRTR},
-		{"Send only on request", RTRSend, RTRSend, 0, 0, RTRSend, nil},
-		{"Send not supported by default", RTRSend, 0, 4, 4, 0, ErrNoMatchingRTR},
-		{"disjoint", RTRWrite, RTRRead, 4, 4, 0, ErrNoMatchingRTR},
+		{"default offer is Write", 0, 0, 0, 0, 0, RTRWrite, RTRWrite},
+		{"Write preferred", RTRSend | RTRWrite | RTRRead, RTRSend | RTRWrite | RTRRead, 1, 1, 0, RTRWrite, RTRWrite},
+		{"Read when Write not offered", RTRRead | RTRSend, 0, 1, 1, 0, RTRRead, RTRRead},
+		{"Read needs responder IRD", RTRRead | RTRSend, RTRRead | RTRSend, 0, 1, 0, RTRSend, RTRSend},
+		{"Send only on request", RTRSend, RTRSend, 0, 0, 0, RTRSend, RTRSend},
+		// No offered type usable: the responder names one it accepts
+		// (siw names Write), and the initiator sends it if it can.
+		{"Read needs initiator ORD", RTRRead, 0, 1, 0, 0, RTRWrite, RTRWrite},
+		{"Read needs initiator ORD, Write not sendable", RTRRead, 0, 1, 0, RTRRead, RTRWrite, 0},
+		{"Send not supported by default", RTRSend, 0, 4, 4, 0, RTRWrite, RTRWrite},
+		{"disjoint", RTRWrite, RTRRead, 4, 4, 0, RTRRead, RTRRead},
+		{"disjoint, Read not sendable", RTRWrite, RTRRead, 4, 4, RTRWrite | RTRSend, RTRRead, 0},
+		{"disjoint, initiator ORD 0", RTRWrite, RTRRead, 4, 0, 0, RTRRead, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ini := &Config{P2P: true, RTR: tc.offer, IRD: 4, ORD: tc.iniORD}
+			ini := &Config{P2P: true, RTR: tc.offer, SendableRTR: tc.sendable, IRD: 4, ORD: tc.iniORD}
 			resp := &Config{P2P: true, RTR: tc.accept, IRD: tc.respIRD, ORD: 4}
 			ires, rres, err := negotiate(t, ini, resp, nil, nil)
-			if tc.err != nil {
-				require.ErrorIs(t, err, tc.err)
+			// The responder always answers in peer-to-peer mode, with one
+			// type, and waits for the RTR.
+			require.True(t, rres.P2P)
+			require.Equal(t, tc.named, rres.RTR)
+			require.Equal(t, tc.named, rres.Reply.IRDORD.RTR)
+			require.False(t, rres.SendRTR)
+			require.True(t, rres.WaitForPeerFPDU, "responder waits for the RTR")
+			if tc.want == 0 {
+				require.ErrorIs(t, err, ErrNoMatchingRTR)
 				require.Equal(t, termcode.MPANoMatchingRTR, code(t, err))
-				require.True(t, err.(*Error).RejectReply)
+				require.False(t, err.(*Error).RejectReply, "the initiator terminates; nothing was rejected")
 				return
 			}
 			require.NoError(t, err)
 			require.True(t, ires.P2P)
-			require.True(t, rres.P2P)
 			require.Equal(t, tc.want, ires.RTR)
 			require.Equal(t, tc.want, rres.RTR)
 			require.True(t, ires.SendRTR, "initiator sends the RTR first")
-			require.False(t, rres.SendRTR)
-			require.True(t, rres.WaitForPeerFPDU, "responder waits for the RTR")
 		})
 	}
-	t.Run("responder without P2P answers without it", func(t *testing.T) {
+	t.Run("responder answers peer-to-peer whatever its P2P setting", func(t *testing.T) {
+		// RFC 6581 §9.2: "If Control Flag A is 1 in the MPA Request
+		// message, then the responder MUST set Control Flag A to 1".
 		ires, rres, err := negotiate(t, &Config{P2P: true}, &Config{}, nil, nil)
 		require.NoError(t, err)
-		require.False(t, ires.P2P)
+		require.True(t, ires.P2P)
+		require.True(t, rres.P2P)
+		require.True(t, ires.SendRTR)
+		require.Equal(t, RTRWrite, ires.RTR)
+		ires, rres, err = negotiate(t, &Config{P2P: true, RTR: RTRSend}, &Config{RTR: RTRSend}, nil, nil)
+		require.NoError(t, err)
+		require.Equal(t, RTRSend, rres.RTR, "RTR says what a responder accepts, P2P or not")
+		require.Equal(t, RTRSend, ires.RTR)
+		// A client-server Request gets a client-server Reply, B–D clear.
+		_, rres, err = negotiate(t, &Config{}, &Config{P2P: true, RTR: rtrAll}, nil, nil)
+		require.NoError(t, err)
 		require.False(t, rres.P2P)
-		require.False(t, ires.SendRTR)
+		require.Equal(t, IRDORD{}, rres.Reply.IRDORD)
 	})
 	t.Run("initiator checks the reply's choice", func(t *testing.T) {
 		req, err := BuildRequest(&Config{P2P: true, RTR: RTRWrite}, nil)
 		require.NoError(t, err)
-		for _, rtr := range []RTR{RTRRead, RTRWrite | RTRRead, 0} {
-			rep := Frame{Kind: KindReply, Rev: 2, Flags: FlagEnhanced, HasIRDORD: true, IRDORD: IRDORD{P2P: true, RTR: rtr}}
+		p2pReply := func(rtr RTR, ird uint16) Frame {
+			return Frame{Kind: KindReply, Rev: 2, Flags: FlagEnhanced, HasIRDORD: true, IRDORD: IRDORD{P2P: true, RTR: rtr, IRD: ird}}
+		}
+		// Read with ORD 0, or no type at all: nothing it can send.
+		for _, rtr := range []RTR{RTRRead, 0} {
+			rep := p2pReply(rtr, 0)
 			_, err := CheckReply(&Config{P2P: true, RTR: RTRWrite}, &req, &rep)
 			require.ErrorIs(t, err, ErrNoMatchingRTR, "reply RTR %s", rtr)
 			require.Equal(t, termcode.Code(0x2007), err.(*Error).Code)
 		}
+		// Several types, or a type not offered: RFC 6581 §9.2 lets the
+		// responder name any type it supports, and the initiator "MUST
+		// generate one of the negotiated RTR indications".
+		for _, tc := range []struct {
+			rtr  RTR
+			ird  uint16
+			cfg  Config
+			want RTR
+		}{
+			{RTRWrite | RTRRead, 0, Config{P2P: true, RTR: RTRWrite}, RTRWrite},
+			{RTRSend, 0, Config{P2P: true, RTR: RTRWrite}, RTRSend},
+			{RTRRead, 1, Config{P2P: true, RTR: RTRWrite, ORD: 1}, RTRRead},
+			{rtrAll, 4, Config{P2P: true, RTR: RTRRead | RTRSend, ORD: 1}, RTRRead}, // an offered type first
+			{RTRWrite | RTRSend, 4, Config{P2P: true, RTR: RTRRead, ORD: 1}, RTRWrite},
+		} {
+			req, err := BuildRequest(&tc.cfg, nil)
+			require.NoError(t, err)
+			rep := p2pReply(tc.rtr, tc.ird)
+			res, err := CheckReply(&tc.cfg, &req, &rep)
+			require.NoError(t, err, "reply RTR %s", tc.rtr)
+			require.True(t, res.SendRTR)
+			require.Equal(t, tc.want, res.RTR, "reply RTR %s", tc.rtr)
+		}
+		// SendableRTR bounds what it may be steered to.
+		only := Config{P2P: true, RTR: RTRWrite, SendableRTR: RTRWrite}
+		rep := p2pReply(RTRSend, 0)
+		_, err = CheckReply(&only, &req, &rep)
+		require.ErrorIs(t, err, ErrNoMatchingRTR)
+		require.ErrorIs(t, (&Config{P2P: true, RTR: RTRRead, SendableRTR: RTRWrite}).Validate(), ErrConfig,
+			"offering a type it cannot send")
+
 		// P2P in a reply to a request that did not ask for it.
 		plain, err := BuildRequest(&Config{}, nil)
 		require.NoError(t, err)
-		rep := Frame{Kind: KindReply, Rev: 2, Flags: FlagEnhanced, HasIRDORD: true, IRDORD: IRDORD{P2P: true, RTR: RTRWrite}}
+		rep = Frame{Kind: KindReply, Rev: 2, Flags: FlagEnhanced, HasIRDORD: true, IRDORD: IRDORD{P2P: true, RTR: RTRWrite}}
 		_, err = CheckReply(&Config{}, &plain, &rep)
 		require.ErrorIs(t, err, ErrNoMatchingRTR)
+	})
+	t.Run("reply without A to a peer-to-peer request", func(t *testing.T) {
+		// A responder MUST set A here (§9.2); the text gives the initiator
+		// no rule for one that does not, and it runs client-server, as
+		// before this package's responder followed the rule.
+		req, err := BuildRequest(&Config{P2P: true}, nil)
+		require.NoError(t, err)
+		rep := Frame{Kind: KindReply, Rev: 2, Flags: FlagEnhanced, HasIRDORD: true, IRDORD: IRDORD{RTR: RTRWrite}}
+		ires, err := CheckReply(&Config{P2P: true}, &req, &rep)
+		require.NoError(t, err)
+		require.False(t, ires.P2P)
+		require.False(t, ires.SendRTR)
+		require.Zero(t, ires.RTR, "B-D are ignored when A is 0")
 	})
 }
 
@@ -514,6 +584,11 @@ func FuzzNegotiate(f *testing.F) {
 	}
 	// An enhanced Request too short for its block; with R set it parses.
 	f.Add(testutil.Unhex(f, reqKeyHex+"30 02 00 02 00 01"), uint8(1))
+	// Peer-to-peer offers no responder accepts.
+	for _, blk := range []string{"c0 04 00 00", "80 04 40 00", "80 00 80 00", "80 04 00 04"} {
+		f.Add(testutil.Unhex(f, reqKeyHex+"50 02 00 04 "+blk), uint8(4))
+		f.Add(testutil.Unhex(f, repKeyHex+"50 02 00 04 "+blk), uint8(5))
+	}
 	for _, c := range []Config{{}, {P2P: true, RTR: rtrAll, IRD: 4, ORD: 4}, {Revision: 1, RequestMarkers: true}, {NoEnhanced: true, CRC: CRCOff}} {
 		req, err := BuildRequest(&c, []byte("pd"))
 		require.NoError(f, err)
@@ -526,6 +601,9 @@ func FuzzNegotiate(f *testing.F) {
 		{IRD: 16, ORD: 16, P2P: true},
 		{RefuseMarkers: true, CRC: CRCOff, IRD: 1, ORD: 1},
 		{RequestMarkers: true, P2P: true, RTR: RTRSend, CRC: CRCRequired},
+		{IRD: 0, ORD: 4, RTR: RTRRead},               // can never take a Read RTR
+		{IRD: 2, ORD: 2, RTR: RTRRead | RTRSend},     // no Write
+		{Revision: 1, NoEnhanced: true, CRC: CRCOff}, // answers what it is asked
 	}
 	f.Fuzz(func(t *testing.T, b []byte, pick uint8) {
 		frame, _, err := ParseFrame(b)
@@ -549,6 +627,7 @@ func FuzzNegotiate(f *testing.F) {
 				}
 			}
 		} else {
+			checkAnswer(t, resp, &frame, &rep, &rres)
 			enc, err := AppendFrame(nil, &rep)
 			if err != nil {
 				t.Fatalf("reply does not encode: %v", err)
@@ -558,6 +637,12 @@ func FuzzNegotiate(f *testing.F) {
 				t.Fatalf("reply does not parse back: %v", err)
 			}
 			ires, err := CheckReply(permissive(&frame), &frame, &back)
+			if err != nil && errors.Is(err, ErrNoMatchingRTR) && back.IRDORD.RTR == RTRRead && back.IRDORD.IRD == 0 {
+				// The responder named the one type it accepts, a Read,
+				// with no IRD to take it: the initiator rightly
+				// terminates with 0x07 (RFC 6581 §9.2).
+				return
+			}
 			if err != nil {
 				t.Fatalf("a correct reply %s to %s was refused: %v", &back, &frame, err)
 			}
@@ -567,7 +652,8 @@ func FuzzNegotiate(f *testing.F) {
 			}
 		}
 		// Initiator role: the same frame as the Reply to a fixed request.
-		for _, c := range []Config{{IRD: 4, ORD: 4}, {Revision: 1}, {P2P: true, RTR: RTRRead, IRD: 1, ORD: 1}} {
+		for _, c := range []Config{{IRD: 4, ORD: 4}, {Revision: 1}, {P2P: true, RTR: RTRRead, IRD: 1, ORD: 1},
+			{P2P: true, RTR: RTRWrite, SendableRTR: RTRWrite | RTRSend}} {
 			req, err := BuildRequest(&c, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -584,6 +670,50 @@ func FuzzNegotiate(f *testing.F) {
 			if res.ORD > c.ORD || (res.IRDORDKnown && res.PeerORD > c.IRD) {
 				t.Fatalf("initiator accepted ORD %d / peer ORD %d over config %+v", res.ORD, res.PeerORD, c)
 			}
+			if res.IRDORDKnown && res.IRD != c.IRD {
+				t.Fatalf("initiator IRD %d, configured %d", res.IRD, c.IRD)
+			}
+			if res.P2P {
+				if !c.P2P || !frame.IRDORD.P2P {
+					t.Fatalf("peer-to-peer result %+v without both sides asking", res)
+				}
+				if bits := res.RTR; bits == 0 || bits&(bits-1) != 0 || bits&^frame.IRDORD.RTR != 0 || bits&^c.sendableRTR() != 0 {
+					t.Fatalf("initiator picked RTR %s from %s (sendable %s)", res.RTR, frame.IRDORD.RTR, c.sendableRTR())
+				}
+				if res.RTR == RTRRead && res.ORD == 0 {
+					t.Fatal("Read RTR with ORD 0")
+				}
+				if !res.SendRTR {
+					t.Fatal("peer-to-peer initiator without an RTR to send")
+				}
+			}
 		}
 	})
+}
+
+// checkAnswer holds a responder's accepted Reply to RFC 6581 §9.1 and §9.2.
+func checkAnswer(t *testing.T, cfg *Config, req, rep *Frame, res *Result) {
+	t.Helper()
+	if !req.Enhanced() {
+		if rep.HasIRDORD || res.P2P {
+			t.Fatalf("enhanced answer %s to %s", rep, req)
+		}
+		return
+	}
+	in, out := req.IRDORD, rep.IRDORD
+	if out.P2P != in.P2P || res.P2P != in.P2P {
+		t.Fatalf("A %v answered with %v (RFC 6581 §9.2)", in.P2P, out.P2P)
+	}
+	switch {
+	case !in.P2P && out.RTR != 0:
+		t.Fatalf("B-D set without A: %s", rep)
+	case in.P2P && (out.RTR == 0 || out.RTR&(out.RTR-1) != 0 || out.RTR&^cfg.acceptedRTR() != 0 || res.RTR != out.RTR):
+		t.Fatalf("RTR %s named, accepted %s", out.RTR, cfg.acceptedRTR())
+	}
+	if res.IRD != cfg.IRD {
+		t.Fatalf("responder IRD %d, configured %d", res.IRD, cfg.IRD)
+	}
+	if res.ORD > in.IRD || out.ORD != res.ORD {
+		t.Fatalf("responder ORD %d (reply %d), configured %d, initiator IRD %d", res.ORD, out.ORD, cfg.ORD, in.IRD)
+	}
 }
