@@ -43,12 +43,13 @@ type Result struct {
 	// upper layer applies its configured default.
 	IRDORDKnown bool
 	// IRD is the number of inbound RDMA Read Requests this side must be
-	// able to hold (what it advertised);
+	// able to hold (what it advertised, unless it answered NoAutoIRDORD);
 	// ORD is the number it may have outstanding towards the peer.
 	IRD, ORD uint16
 	// PeerIRD and PeerORD are the values in the peer's block (RFC 6581
 	// §9.1: both sides "MUST pass the peer's provided IRD and ORD values
-	// to the ULP").
+	// to the ULP"). NoAutoIRDORD there leaves that value to the upper
+	// layer.
 	PeerIRD, PeerORD uint16
 
 	// P2P reports peer-to-peer mode; RTR is the one RTR type chosen: the
@@ -177,6 +178,17 @@ func AnswerRequest(cfg *Config, req *Frame, privateData []byte) (reply Frame, re
 		// responder MUST set its ORD at most to the initiator IRD".
 		res.IRD, res.ORD = cfg.IRD, min(cfg.ORD, in.IRD)
 		rep.IRDORD = IRDORD{IRD: res.IRD, ORD: res.ORD}
+		// "The responder MUST respond to an initiator ORD value of 0x3FFF
+		// by leaving its local endpoint IRD value unchanged and setting
+		// the IRD to 0x3FFF in its reply message", and likewise for an
+		// initiator IRD of 0x3FFF and its own ORD.
+		if in.ORD == NoAutoIRDORD {
+			rep.IRDORD.IRD = NoAutoIRDORD
+		}
+		if in.IRD == NoAutoIRDORD {
+			res.ORD = cfg.ORD
+			rep.IRDORD.ORD = NoAutoIRDORD
+		}
 		res.IRDORDKnown = true
 		res.PeerIRD, res.PeerORD = in.IRD, in.ORD
 		if in.P2P {
@@ -281,7 +293,8 @@ func rejectFrame(req *Frame, privateData []byte) Frame {
 // Checks, in order: the key; R; the revision (an enhanced Request accepts
 // only an enhanced Reply unless cfg.AcceptDowngrade); M against
 // cfg.RefuseMarkers; C against CRCRequired; the IRD/ORD block (the
-// responder's ORD must not exceed this side's IRD, code 0x06); the RTR types the Reply names (this side picks
+// responder's ORD must not exceed this side's IRD unless it is
+// NoAutoIRDORD, code 0x06); the RTR types the Reply names (this side picks
 // one it offered, else one it can send, code 0x07 if there is none).
 func CheckReply(cfg *Config, req, rep *Frame) (Result, error) {
 	if err := cfg.Validate(); err != nil {
@@ -324,11 +337,19 @@ func CheckReply(cfg *Config, req, rep *Frame) (Result, error) {
 	}
 	if rep.HasIRDORD {
 		in := rep.IRDORD
-		if in.ORD > cfg.IRD {
+		// RFC 6581 §9.1: the initiator "MUST set its IRD at least to the
+		// responder ORD and its ORD at most to the responder IRD", and
+		// "MUST leave its local endpoint IRD value unchanged upon
+		// receiving a responder ORD value of 0x3FFF" (ORD likewise for
+		// an IRD of 0x3FFF): the upper layer negotiates that value.
+		if in.ORD != NoAutoIRDORD && in.ORD > cfg.IRD {
 			return Result{}, protoErr(termcode.MPAInsufficientIRD, ErrInsufficientIRD, "reply ORD %d, own IRD %d", in.ORD, cfg.IRD)
 		}
 		res.IRDORDKnown = true
 		res.IRD, res.ORD = cfg.IRD, min(cfg.ORD, in.IRD)
+		if in.IRD == NoAutoIRDORD {
+			res.ORD = cfg.ORD
+		}
 		res.PeerIRD, res.PeerORD = in.IRD, in.ORD
 		if in.P2P {
 			offered := RTR(0)

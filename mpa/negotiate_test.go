@@ -289,6 +289,88 @@ func TestNegotiate_RFC6581_IRDORD(t *testing.T) {
 	require.Equal(t, uint16(128), res.ORD)
 }
 
+// RFC 6581 §9.1: "An all ones value (0x3FFF) indicates that automatic
+// negotiation of the IRD or ORD is not desired, and that the ULP will be
+// responsible for it."
+func TestNegotiate_RFC6581_9_1_NoAutoIRDORD(t *testing.T) {
+	const x = NoAutoIRDORD
+	require.Equal(t, uint16(0x3fff), uint16(x))
+	enhanced := func(kind Kind, ird, ord uint16, p2p bool, rtr RTR) Frame {
+		return Frame{Kind: kind, Rev: 2, Flags: FlagEnhanced, HasIRDORD: true, IRDORD: IRDORD{IRD: ird, ORD: ord, P2P: p2p, RTR: rtr}}
+	}
+
+	// Responder: "MUST respond to an initiator ORD value of 0x3FFF by
+	// leaving its local endpoint IRD value unchanged and setting the IRD
+	// to 0x3FFF in its reply message", and to an initiator IRD of 0x3FFF
+	// "by leaving its local endpoint ORD value unchanged, and setting ORD
+	// to 0x3FFF".
+	resp := &Config{IRD: 8, ORD: 16}
+	for _, tc := range []struct {
+		reqIRD, reqORD uint16
+		rep            IRDORD
+		ird, ord       uint16 // the responder's own values
+	}{
+		{x, x, IRDORD{IRD: x, ORD: x}, 8, 16},
+		{4, x, IRDORD{IRD: x, ORD: 4}, 8, 4},
+		{x, 2, IRDORD{IRD: 8, ORD: x}, 8, 16},
+		{4, 2, IRDORD{IRD: 8, ORD: 4}, 8, 4}, // negotiated as usual
+	} {
+		req := enhanced(KindRequest, tc.reqIRD, tc.reqORD, false, 0)
+		rep, res, err := AnswerRequest(resp, &req, nil)
+		require.NoError(t, err)
+		require.Equal(t, tc.rep, rep.IRDORD, "request IRD %#x ORD %#x", tc.reqIRD, tc.reqORD)
+		require.Equal(t, tc.ird, res.IRD)
+		require.Equal(t, tc.ord, res.ORD)
+		require.Equal(t, tc.reqIRD, res.PeerIRD, "the peer's values reach the ULP")
+		require.Equal(t, tc.reqORD, res.PeerORD)
+	}
+	req := enhanced(KindRequest, x, x, false, 0)
+	rep, _, err := AnswerRequest(resp, &req, nil)
+	require.NoError(t, err)
+	b, err := AppendFrame(nil, &rep)
+	require.NoError(t, err)
+	require.Equal(t, testutil.Unhex(t, repKeyHex+"50 02 00 04 3f ff 3f ff"), b)
+	// An initiator ORD of 0x3FFF still permits a Read RTR.
+	req = enhanced(KindRequest, 4, x, true, RTRRead)
+	_, res, err := AnswerRequest(&Config{IRD: 1}, &req, nil)
+	require.NoError(t, err)
+	require.Equal(t, RTRRead, res.RTR)
+
+	// Initiator: "MUST leave its local endpoint ORD value unchanged upon
+	// receiving a responder IRD value of 0x3FFF" and its IRD "upon
+	// receiving a responder ORD value of 0x3FFF" (no error 0x06 then).
+	ini := &Config{IRD: 2, ORD: 4}
+	sent, err := BuildRequest(ini, nil)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		repIRD, repORD uint16
+		ird, ord       uint16
+	}{
+		{8, x, 2, 4},
+		{x, 1, 2, 4},
+		{x, x, 2, 4},
+		{1, 2, 2, 1}, // negotiated as usual
+	} {
+		rep := enhanced(KindReply, tc.repIRD, tc.repORD, false, 0)
+		res, err := CheckReply(ini, &sent, &rep)
+		require.NoError(t, err, "reply IRD %#x ORD %#x", tc.repIRD, tc.repORD)
+		require.Equal(t, tc.ird, res.IRD)
+		require.Equal(t, tc.ord, res.ORD)
+		require.Equal(t, tc.repIRD, res.PeerIRD)
+		require.Equal(t, tc.repORD, res.PeerORD)
+	}
+	// Any other value over this side's IRD is still error 0x06.
+	rep = enhanced(KindReply, 8, x-1, false, 0)
+	_, err = CheckReply(ini, &sent, &rep)
+	require.ErrorIs(t, err, ErrInsufficientIRD)
+	require.Equal(t, termcode.MPAInsufficientIRD, code(t, err))
+
+	// This package never asks for it itself (decision E3).
+	for _, c := range []Config{{IRD: x}, {ORD: x}} {
+		require.ErrorIs(t, c.Validate(), ErrConfig)
+	}
+}
+
 func TestConfig_Validate(t *testing.T) {
 	for _, bad := range []Config{
 		{Revision: 3},
@@ -584,8 +666,9 @@ func FuzzNegotiate(f *testing.F) {
 	}
 	// An enhanced Request too short for its block; with R set it parses.
 	f.Add(testutil.Unhex(f, reqKeyHex+"30 02 00 02 00 01"), uint8(1))
-	// Peer-to-peer offers no responder accepts.
-	for _, blk := range []string{"c0 04 00 00", "80 04 40 00", "80 00 80 00", "80 04 00 04"} {
+	// 0x3FFF in either field (RFC 6581 §9.1), with and without P2P, and
+	// peer-to-peer offers no responder accepts.
+	for _, blk := range []string{"3f ff 3f ff", "00 04 3f ff", "3f ff 00 02", "bf ff 7f ff", "c0 04 00 00", "80 04 40 00", "80 00 80 00", "80 04 00 04"} {
 		f.Add(testutil.Unhex(f, reqKeyHex+"50 02 00 04 "+blk), uint8(4))
 		f.Add(testutil.Unhex(f, repKeyHex+"50 02 00 04 "+blk), uint8(5))
 	}
@@ -667,11 +750,14 @@ func FuzzNegotiate(f *testing.F) {
 				}
 				continue
 			}
-			if res.ORD > c.ORD || (res.IRDORDKnown && res.PeerORD > c.IRD) {
+			if res.ORD > c.ORD || (res.IRDORDKnown && res.PeerORD > c.IRD && res.PeerORD != NoAutoIRDORD) {
 				t.Fatalf("initiator accepted ORD %d / peer ORD %d over config %+v", res.ORD, res.PeerORD, c)
 			}
 			if res.IRDORDKnown && res.IRD != c.IRD {
 				t.Fatalf("initiator IRD %d, configured %d", res.IRD, c.IRD)
+			}
+			if res.IRDORDKnown && frame.IRDORD.IRD == NoAutoIRDORD && res.ORD != c.ORD {
+				t.Fatalf("initiator ORD %d changed on a responder IRD of 0x3FFF (config %d)", res.ORD, c.ORD)
 			}
 			if res.P2P {
 				if !c.P2P || !frame.IRDORD.P2P {
@@ -710,10 +796,13 @@ func checkAnswer(t *testing.T, cfg *Config, req, rep *Frame, res *Result) {
 	case in.P2P && (out.RTR == 0 || out.RTR&(out.RTR-1) != 0 || out.RTR&^cfg.acceptedRTR() != 0 || res.RTR != out.RTR):
 		t.Fatalf("RTR %s named, accepted %s", out.RTR, cfg.acceptedRTR())
 	}
+	if (in.ORD == NoAutoIRDORD) != (out.IRD == NoAutoIRDORD) || (in.IRD == NoAutoIRDORD) != (out.ORD == NoAutoIRDORD) {
+		t.Fatalf("0x3FFF not answered in kind: %s to %s", rep, req)
+	}
 	if res.IRD != cfg.IRD {
 		t.Fatalf("responder IRD %d, configured %d", res.IRD, cfg.IRD)
 	}
-	if res.ORD > in.IRD || out.ORD != res.ORD {
+	if in.IRD == NoAutoIRDORD && res.ORD != cfg.ORD || in.IRD != NoAutoIRDORD && (res.ORD > in.IRD || out.ORD != res.ORD) {
 		t.Fatalf("responder ORD %d (reply %d), configured %d, initiator IRD %d", res.ORD, out.ORD, cfg.ORD, in.IRD)
 	}
 }
