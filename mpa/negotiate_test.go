@@ -229,7 +229,9 @@ func TestNegotiate_RFC6581_Revisions(t *testing.T) {
 	})
 }
 
-func TestNegotiate_RFC5044_5_MarkersPerDirection(t *testing.T) {
+// M declares the markers the frame's sender requires in the stream it
+// receives (RFC 5044 §7.1.1); the sender MUST then add them (§4.3).
+func TestNegotiate_RFC5044_7_1_1_MarkersPerDirection(t *testing.T) {
 	ires, rres, err := negotiate(t, &Config{RequestMarkers: true}, &Config{}, nil, nil)
 	require.NoError(t, err)
 	require.True(t, ires.RecvMarkers)
