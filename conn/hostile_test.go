@@ -49,7 +49,6 @@ type hostileServer struct {
 	ro    *MR // RemoteRead only
 	recv  *MR // receive buffer
 	other *MR // remote-writable, in another PD of the same device
-	big   *MR // optional large RemoteRead region
 }
 
 func newHostileServer(t *testing.T, opts ...Option) *hostileServer {
@@ -261,7 +260,7 @@ func hostileCases() []hostileCase {
 		{name: "DDPVersionUntagged", cond: rdmap.DDPVersionUntagged, run: func(s *hostileServer, p *rawPeer) ([]byte, int, []byte) {
 			s.qp.PostRecv(RecvWR{SGL: []SGE{s.recv.SGE(0, regionLen)}})
 			u := uSend(rdmap.OpSend, true, 0, 0, 1, 0, payload)
-			u[0] = u[0]&^3 | 0
+			u[0] &^= 3 // DDP version 0
 			h, n := offending(s, p, u)
 			return h, n, nil
 		}},
@@ -665,7 +664,7 @@ func TestHostile_InitiatorSetupTerminates(t *testing.T) {
 				c.Write(tc.reply)
 				u, err := mpa.NewReader(c, mpa.ReaderConfig{}).ReadFPDU(make([]byte, 256))
 				if err != nil {
-					got <- nil
+					got <- []byte("closed") // EOF or reset: no FPDU
 					return
 				}
 				got <- append([]byte(nil), u...)
@@ -678,7 +677,13 @@ func TestHostile_InitiatorSetupTerminates(t *testing.T) {
 			var coded termcode.Code
 			require.True(t, errors.As(err, &coded), "%v", err)
 			require.Equal(t, tc.cond.Code(), coded)
-			require.Equal(t, wantTerminate(tc.cond, nil, 0, nil), <-got)
+			if tc.cond == rdmap.InvalidMPAFrame {
+				// RFC 5044 §7.1.2 rule 3: an improperly formatted Reply
+				// closes the connection; no FPDU is sent.
+				require.Equal(t, "closed", string(<-got))
+			} else {
+				require.Equal(t, wantTerminate(tc.cond, nil, 0, nil), <-got)
+			}
 			<-ep.qp.Done()
 		})
 	}

@@ -65,7 +65,7 @@ type rxPending struct {
 	refX    *regionExt
 	refOff  int
 	refLen  int
-	store8  []byte // the 8 aligned bytes to store into (rx.word holds them)
+	store8  []byte  // the 8 aligned bytes to store into (rx.word holds them)
 	staged  *[]byte // a watched region's payload, copied in after the CRC
 	stageTo []byte
 }
@@ -230,6 +230,7 @@ func (e *engine) rxWrite(h *rdmap.Header, n int) error {
 		// orders them; this makes the Go memory model, and the race
 		// detector, see it too when both ends run in one process.
 		e.qp.mu.Lock()
+		//lint:ignore SA2001 the lock and unlock are the synchronisation
 		e.qp.mu.Unlock()
 	}
 	r, dst, f := e.qp.pd.pd.LookupRemote(stag.STag(ts.STag), ts.TO, uint64(ts.Len), stag.RemoteWrite)
