@@ -118,28 +118,19 @@ func (c *Config) revision() uint8 {
 // enhanced reports whether this side's own frames use RFC 6581 setup.
 func (c *Config) enhanced() bool { return c.revision() == 2 && !c.NoEnhanced }
 
-// offeredRTR is the set of RTR types an initiator with P2P offers.
-func (c *Config) offeredRTR() RTR {
-	if c.RTR == 0 {
-		return RTRWrite
-	}
-	return c.RTR
-}
+// offeredRTR is the set of RTR types an initiator with P2P offers: Write
+// unless configured. sendableRTR is the set it can send: all three unless
+// configured. acceptedRTR is the set a responder can receive: Write and
+// Read unless configured.
+func (c *Config) offeredRTR() RTR  { return rtrOr(c.RTR, RTRWrite) }
+func (c *Config) sendableRTR() RTR { return rtrOr(c.SendableRTR, rtrAll) }
+func (c *Config) acceptedRTR() RTR { return rtrOr(c.RTR, RTRWrite|RTRRead) }
 
-// sendableRTR is the set of RTR types an initiator can send.
-func (c *Config) sendableRTR() RTR {
-	if c.SendableRTR == 0 {
-		return rtrAll
+func rtrOr(r, def RTR) RTR {
+	if r == 0 {
+		return def
 	}
-	return c.SendableRTR
-}
-
-// acceptedRTR is the set of RTR types a responder can receive.
-func (c *Config) acceptedRTR() RTR {
-	if c.RTR == 0 {
-		return RTRWrite | RTRRead
-	}
-	return c.RTR
+	return r
 }
 
 func (c *Config) maxRecvPD() int {

@@ -96,10 +96,7 @@ func BuildRequest(cfg *Config, privateData []byte) (Frame, error) {
 		f.IRDORD = IRDORD{IRD: cfg.IRD, ORD: cfg.ORD}
 		if cfg.P2P {
 			f.IRDORD.P2P = true
-			f.IRDORD.RTR = cfg.RTR
-			if f.IRDORD.RTR == 0 {
-				f.IRDORD.RTR = RTRWrite
-			}
+			f.IRDORD.RTR = cfg.offeredRTR()
 		}
 	}
 	return f, nil
