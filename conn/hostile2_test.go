@@ -69,7 +69,7 @@ func TestHostile_SendRTR_RFC6581_FirstFPDU(t *testing.T) {
 			require.Equal(t, mpa.RTRSend, p.res.RTR)
 			p.send(tc.first(s), uSend(rdmap.OpSend, true, 0, 0, 1, 0, []byte("after")))
 			require.Equal(t, wantTerminate(rdmap.NoMatchingRTR, nil, 0, nil), p.terminate())
-			<-s.qp.Done()
+			<-s.qp.finished // Err's Delivery is final once the queue pair is closed
 			var te *rdmap.TerminateError
 			require.ErrorAs(t, s.qp.Err(), &te)
 			require.Equal(t, termcode.MPANoMatchingRTR, te.Code)
@@ -246,7 +246,7 @@ func TestHostile_RemoteReadAfterRevoke(t *testing.T) {
 				}
 			}
 			require.Less(t, got, len(buf), "the response was cut short")
-			<-s.qp.Done()
+			<-s.qp.finished
 			var te *rdmap.TerminateError
 			require.ErrorAs(t, s.qp.Err(), &te)
 			require.Equal(t, rdmap.ReadReqSourceInvalidSTag.Code(), te.Code)

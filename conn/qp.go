@@ -165,7 +165,8 @@ func (qp *QP) Done() <-chan struct{} { return qp.done }
 // connected (or not yet connected), ErrQPClosed after a local Close,
 // ErrPeerClosed after the peer disconnected, or the error that ended it (a
 // *rdmap.TerminateError for a Terminate sent or received; for one this
-// side sent, its Delivery says whether it reached the socket).
+// side sent, its Delivery says whether it reached the socket, final once
+// the queue pair is closed: after Close or Abort returned).
 func (qp *QP) Err() error {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()

@@ -164,6 +164,7 @@ func (e *engine) receiveOne() error {
 		rx.sawFPDU = true
 		e.openTx()
 	}
+	e.active()
 	return commitTable[rx.pend.action](e, h, n)
 }
 

@@ -402,6 +402,7 @@ func (e *engine) frameOne() error {
 // complete (in send-queue order), the regions of Read Responses are
 // released.
 func (e *engine) afterFlush() {
+	e.active()
 	tx := &e.tx
 	qp := e.qp
 	qp.mu.Lock()
