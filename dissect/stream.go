@@ -208,7 +208,10 @@ func (h *Handshake) lastFrame() int {
 // markers counted; the Reader sees the stream without them.
 func (s *Stream) fpdus(d Dir, dd *dirData, base int, crc, markers bool) {
 	data := dd.data[base:]
-	r := mpa.NewReader(bytes.NewReader(data), mpa.ReaderConfig{CRC: crc, Markers: markers, BufferSize: readerBuffer})
+	// A capture is decoded past CRC errors so that every FPDU is reported;
+	// a connection stops at the first one (RFC 5044 §8).
+	r := mpa.NewReader(bytes.NewReader(data), mpa.ReaderConfig{CRC: crc, Markers: markers, BufferSize: readerBuffer,
+		ContinueAfterCRCError: true})
 	m := markerMap(markers)
 	total := m.logicalLen(len(data))
 	chk := newChecker()
