@@ -641,7 +641,7 @@ func TestHostile_InitiatorSetupTerminates(t *testing.T) {
 	}{
 		{"InvalidMPAFrame", rdmap.InvalidMPAFrame, append([]byte("MPA ID Bad Frame"), 0x10, 2, 0, 4, 0, 16, 0, 16), nil},
 		{"InsufficientIRD", rdmap.InsufficientIRD, append([]byte(mpa.ReplyKey), 0x10, 2, 0, 4, 0, 16, 0, 64), []Option{WithIRDORD(16, 16), WithoutP2P()}},
-		{"NoMatchingRTR", rdmap.NoMatchingRTR, append([]byte(mpa.ReplyKey), 0x10, 2, 0, 4, 0x80, 16, 0x40, 16), []Option{WithP2P(RTRWrite)}},
+		{"NoMatchingRTR", rdmap.NoMatchingRTR, append([]byte(mpa.ReplyKey), 0x10, 2, 0, 4, 0x80, 0, 0x40, 16), []Option{WithP2P(RTRWrite)}}, // Read named, responder IRD 0: no RTR the initiator can send (RFC 6581 §9.2)
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkLeaks(t)

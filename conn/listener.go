@@ -254,9 +254,9 @@ func (cr *ConnRequest) watch() {
 
 // Owner states of a queued request.
 const (
-	reqQueued int32 = iota
-	reqTaken        // by AcceptRequest
-	reqDropped      // by its watcher
+	reqQueued  int32 = iota
+	reqTaken         // by AcceptRequest
+	reqDropped       // by its watcher
 )
 
 // take claims cr for AcceptRequest; false if it is dead or gone. Called

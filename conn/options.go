@@ -211,10 +211,11 @@ func WithPrivateData(b []byte) Option {
 	})
 }
 
-// WithP2P asks for (initiator) or allows (responder) RFC 6581 peer-to-peer
-// mode with the given ready-to-receive types (default: on, Write). An
-// initiator offers the types; a responder picks Write, then Read, then Send
-// among those offered that it allows.
+// WithP2P sets the RFC 6581 peer-to-peer ready-to-receive types (default:
+// on, Write). An initiator offers them; a responder prefers them: it picks
+// Write, then Read, then Send among those offered that it lists, and when
+// none fits names one it lists anyway (RFC 6581 §9.2: a responder answers
+// every peer-to-peer Request in peer-to-peer mode).
 func WithP2P(rtr RTR) Option {
 	return optionFunc(func(c *config) error {
 		if rtr == 0 || rtr&^(RTRSend|RTRWrite|RTRRead) != 0 {
@@ -226,8 +227,10 @@ func WithP2P(rtr RTR) Option {
 	})
 }
 
-// WithoutP2P turns peer-to-peer mode off: as responder, this side then sends
-// nothing before the initiator's first message.
+// WithoutP2P turns peer-to-peer mode off for an initiator: its Request
+// does not ask for it. A responder still answers a Request that asks for it
+// in peer-to-peer mode (RFC 6581 §9.2); otherwise it sends nothing before
+// the initiator's first message (RFC 5044 §7.1.2 rule 4).
 func WithoutP2P() Option {
 	return optionFunc(func(c *config) error {
 		c.mpa.P2P = false

@@ -2,12 +2,12 @@ package conn
 
 import (
 	"context"
-	"time"
 	"errors"
 	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/iwarp-go/iwarp-go/mpa"
 )

@@ -275,7 +275,7 @@ func TestIwtest_MPAVariants(t *testing.T) {
 		{"no-enhanced", nil, ws(opts(conn.WithoutEnhanced())), map[string]string{"mpa_rev": "2", "enhanced": "no", "p2p": "none"}, nil},
 		{"p2p-read", ws(opts(conn.WithP2P(conn.RTRRead))), ws(opts(conn.WithP2P(conn.RTRWrite | conn.RTRRead))), map[string]string{"p2p": "read"}, nil},
 		{"p2p-send", ws(opts(conn.WithP2P(conn.RTRSend))), ws(opts(conn.WithP2P(conn.RTRSend))), map[string]string{"p2p": "send"}, nil},
-		{"p2p-none", ws(opts(conn.WithoutP2P())), nil, map[string]string{"p2p": "none"}, nil},
+		{"p2p-none", nil, ws(opts(conn.WithoutP2P())), map[string]string{"p2p": "none"}, nil}, // a responder answers P2P whenever asked (RFC 6581 §9.2)
 		{"ird-ord", ws(irdORD(2, 8)), ws(irdORD(4, 1)), map[string]string{"p2p": "write"},
 			map[string]string{"ird": "4", "ord": "1"}},
 	} {
