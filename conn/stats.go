@@ -216,3 +216,16 @@ func (c *counters) countTx(op rdmap.Opcode, n int) {
 	c.fpdusTx[op&0x0f].Add(1)
 	c.bytesTx[op&0x0f].Add(uint64(n))
 }
+
+// QueuePairs returns the device's connected queue pairs that are not yet
+// closed, for per-queue-pair reports (metrics exporters keep them on
+// request only: thousands of queue pairs make thousands of series).
+func (d *Device) QueuePairs() []*QP {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	qps := make([]*QP, 0, len(d.live))
+	for qp := range d.live {
+		qps = append(qps, qp)
+	}
+	return qps
+}
