@@ -81,6 +81,25 @@
 // peer so through a later post on the same queue pair: the placements that
 // follow are ordered after that post.
 //
+// # What iWARP does that a verbs programmer may not expect
+//
+// iWARP has no receiver-not-ready retry and no remote acknowledgement of a
+// message: a Send or an RDMA Write completes successfully as soon as it has
+// been handed to TCP. So:
+//
+//   - A Send that arrives when the peer has no receive posted completes
+//     successfully here, and the peer then ends the connection with a
+//     Terminate ("no buffer available"): Done fires, later work is flushed.
+//     Post receives before the peer may send, and keep them posted.
+//   - An RDMA Write to a region the peer did not open for remote writing
+//     (or to an unknown or invalidated STag, or out of its bounds) also
+//     completes successfully here, then ends the connection the same way.
+//   - Only an RDMA Read waits for the peer: an access error there completes
+//     the Read with WCRemAccessErr (wc.Err wraps the peer's Terminate).
+//
+// The memory of a Send or Write may be reused once it completes, but its
+// arrival at the peer is known only from a later message of the peer's.
+//
 // # Interoperability
 //
 // Defaults follow what Linux siw expects (see docs/rfc-notes/conn.md): MPA

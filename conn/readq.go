@@ -11,6 +11,7 @@ import (
 // owned by the receive token, since only the oldest entry receives.
 type orqEntry struct {
 	sqCtr    uint32 // send-queue counter of the Read work request
+	msn      uint32 // of its Read Request (QN 1)
 	rtr      bool   // an RFC 6581 Read RTR: no work request behind it
 	sinkSTag uint32
 	sinkTO   uint64

@@ -529,8 +529,10 @@ func (e *engine) commitQueueRead(*rdmap.Header, int) error {
 }
 
 func (e *engine) commitTerminate(*rdmap.Header, int) error {
-	e.qp.stats.termRx.add(e.rx.pend.term.Code)
-	e.fail(e.rx.pend.term, nil)
+	te := e.rx.pend.term
+	e.qp.stats.termRx.add(te.Code)
+	e.blameTerminate(te)
+	e.fail(te, nil)
 	return errStop
 }
 

@@ -46,6 +46,9 @@ func (qp *QP) Connect(ctx context.Context, network, addr string, opts ...Option)
 	d.KeepAlive = cfg.keepAlive
 	c, err := d.DialContext(ctx, network, addr)
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return qp.setupFailed(fmt.Errorf("iwarp: connect %s: no TCP connection within %v: %w", addr, qp.setupElapsed(), err))
+		}
 		return qp.setupFailed(fmt.Errorf("iwarp: connect %s: %w", addr, err))
 	}
 	return qp.client(ctx, c, &cfg)
@@ -101,6 +104,9 @@ func (qp *QP) client(ctx context.Context, c net.Conn, cfg *config) error {
 		c.Close()
 		if errors.Is(err, mpa.ErrRejected) {
 			qp.stats.rejectsRx.Add(1)
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return qp.setupFailed(fmt.Errorf("iwarp: connection setup: no MPA Reply from %s within %v: %w", addrString(c.RemoteAddr()), qp.setupElapsed(), err))
 		}
 		return qp.setupFailed(fmt.Errorf("iwarp: connection setup: %w", err))
 	}
@@ -267,4 +273,11 @@ func rawConn(c net.Conn) net.Conn {
 		return t.raw
 	}
 	return c
+}
+
+// setupElapsed is how long setup has run, for "not within" messages.
+func (qp *QP) setupElapsed() time.Duration {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return time.Since(qp.setupStart).Round(100 * time.Millisecond)
 }

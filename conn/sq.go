@@ -48,6 +48,7 @@ type sendWQE struct {
 	length  int
 	remote  RemoteAddr
 	invSTag stag.STag
+	msn     uint32 // of a Send or Read Request, once framed
 	done    bool
 	status  WCStatus
 	err     error

@@ -238,6 +238,7 @@ func (e *engine) piecesOf(refs []sgeRef) [][]byte {
 func (e *engine) startSend(op *sendOpInfo, ctr uint32, w *sendWQE, refs []sgeRef) {
 	msn := e.tx.sendMSN
 	e.tx.sendMSN++
+	w.msn = msn
 	err := rdmap.StartSend(&e.tx.seg, op.rdma, e.piecesOf(refs), e.mulpdu, uint32(w.invSTag), msn)
 	e.startedSQ(ctr, w, err)
 }
@@ -302,10 +303,11 @@ func (e *engine) startReadRequest(_ *sendOpInfo, ctr uint32, w *sendWQE, refs []
 		r := refs[0].region
 		sink = RemoteAddr{STag: r.STag(), TO: r.TO(refs[0].off)}
 	}
-	ent := orqEntry{sqCtr: ctr, sinkSTag: uint32(sink.STag), sinkTO: sink.TO, size: uint32(w.length)}
-	e.orq.push(ent)
 	msn := e.tx.rreqMSN
 	e.tx.rreqMSN++
+	w.msn = msn
+	ent := orqEntry{sqCtr: ctr, msn: msn, sinkSTag: uint32(sink.STag), sinkTO: sink.TO, size: uint32(w.length)}
+	e.orq.push(ent)
 	hdr := rdmap.AppendReadRequest(e.tx.hdr[:0], msn, rdmap.ReadRequestFields{
 		SinkSTag: ent.sinkSTag,
 		SinkTO:   ent.sinkTO,

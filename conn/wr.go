@@ -7,7 +7,8 @@ type Op uint8
 
 const (
 	// OpSend sends the SGL as an untagged message into the peer's next
-	// posted receive.
+	// posted receive. It completes once handed to TCP; a peer with no
+	// receive posted ends the connection afterwards (package doc).
 	OpSend Op = iota
 	// OpSendInv is a Send that also invalidates InvSTag at the peer
 	// (RFC 5040 Send with Invalidate).
@@ -17,7 +18,9 @@ const (
 	OpSendSE
 	// OpSendSEInv is a Send with Solicited Event and Invalidate.
 	OpSendSEInv
-	// OpWrite writes the SGL into the peer's memory at Remote.
+	// OpWrite writes the SGL into the peer's memory at Remote. It completes
+	// once handed to TCP; a peer that refuses the Write (no remote write
+	// right, bad STag or bounds) ends the connection afterwards.
 	OpWrite
 	// OpRead reads Remote from the peer's memory into the SGL.
 	OpRead

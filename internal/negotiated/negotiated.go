@@ -27,43 +27,8 @@ func factsOf(r *mpa.Result) facts {
 	return f
 }
 
-// Describe is a one-line account of r: "MPA rev 2 enhanced, CRC off, no
-// markers, no peer-to-peer, IRD 1 / ORD 1 (peer IRD 1 / ORD 1)".
-func Describe(r *mpa.Result) string {
-	if r == nil {
-		return "not connected"
-	}
-	f := factsOf(r)
-	var b strings.Builder
-	fmt.Fprintf(&b, "MPA rev %d", f.rev)
-	switch {
-	case f.enhanced:
-		b.WriteString(" enhanced")
-	case f.rev == 2:
-		b.WriteString(" (no Enhanced flag)")
-	}
-	if f.crc {
-		b.WriteString(", CRC32c on")
-	} else {
-		b.WriteString(", CRC off")
-	}
-	if r.SendMarkers || r.RecvMarkers {
-		fmt.Fprintf(&b, ", markers sent %t received %t", r.SendMarkers, r.RecvMarkers)
-	} else {
-		b.WriteString(", no markers")
-	}
-	if r.P2P {
-		fmt.Fprintf(&b, ", peer-to-peer with %s RTR", r.RTR)
-	} else {
-		b.WriteString(", no peer-to-peer")
-	}
-	if f.enhanced {
-		fmt.Fprintf(&b, ", IRD %d / ORD %d (peer IRD %d / ORD %d)", r.IRD, r.ORD, r.PeerIRD, r.PeerORD)
-	} else {
-		b.WriteString(", no IRD/ORD exchange")
-	}
-	return b.String()
-}
+// Describe is a one-line account of r: its String.
+func Describe(r *mpa.Result) string { return r.String() }
 
 // Fields are the facts of r as key=value fields, each preceded by a space:
 // " mpa_rev=2 enhanced=yes crc=on p2p=write". A nil r gives "".
