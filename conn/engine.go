@@ -45,6 +45,7 @@ type engine struct {
 	c        net.Conn
 	res      *mpa.Result
 	peerIsGo bool
+	flushExt bool // both sides declared the Flush extension
 	mulpdu   int
 
 	rxMu sync.Mutex // the receive token
@@ -84,16 +85,18 @@ type engine struct {
 	idleT *time.Timer
 }
 
-func newEngine(qp *QP, c net.Conn, res *mpa.Result, cfg *config, peerIsGo bool) *engine {
+func newEngine(qp *QP, c net.Conn, res *mpa.Result, cfg *config, peer peerInfo) *engine {
+	peerIsGo := peer.isGo
 	e := &engine{
 		qp:       qp,
 		c:        c,
 		res:      res,
 		peerIsGo: peerIsGo,
+		flushExt: peer.flush(),
 		drained:  make(chan struct{}),
 	}
 	e.mulpdu = mulpduFor(c, cfg, peerIsGo, res.SendMarkers)
-	e.rx.init(c, res)
+	e.rx.init(c, res, e.flushExt)
 	e.tx.init(c, res)
 	ord := int(res.ORD)
 	if !res.IRDORDKnown {

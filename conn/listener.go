@@ -290,8 +290,8 @@ func serve(ctx context.Context, c net.Conn, cfg config) (*ConnRequest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("iwarp: reading the MPA request: %w", err)
 	}
-	app, isGo := splitPeerTrailer(req.Frame.PrivateData)
-	return &ConnRequest{c: c, req: req, cfg: cfg, privateData: app, peerIsGo: isGo}, nil
+	app, peer := splitPeerTrailer(req.Frame.PrivateData)
+	return &ConnRequest{c: c, req: req, cfg: cfg, privateData: app, peer: peer}, nil
 }
 
 // AcceptRequest waits for the next connection request, the oldest live
@@ -387,7 +387,7 @@ type ConnRequest struct {
 	req         *mpa.Request
 	cfg         config
 	privateData []byte
-	peerIsGo    bool
+	peer        peerInfo
 	used        atomic.Bool
 
 	// Set for requests a Listener queued.
@@ -406,7 +406,7 @@ var ErrRequestUsed = errors.New("iwarp: connection request already answered")
 func (r *ConnRequest) PrivateData() []byte { return r.privateData }
 
 // PeerIsIwarpGo reports whether the initiator is an iwarp-go peer.
-func (r *ConnRequest) PeerIsIwarpGo() bool { return r.peerIsGo }
+func (r *ConnRequest) PeerIsIwarpGo() bool { return r.peer.isGo }
 
 // Request returns the MPA Request as received.
 func (r *ConnRequest) Request() mpa.Frame { return r.req.Frame }
@@ -439,7 +439,7 @@ func (r *ConnRequest) Accept(ctx context.Context, qp *QP, opts ...Option) error 
 		return qp.setupFailed(ErrQPClosed)
 	}
 	pd := cfg.privateData
-	if r.peerIsGo {
+	if r.peer.isGo {
 		pd = appendPeerTrailer(pd)
 		cfg.mpa.PeerIsIwarpGo = true
 	}
@@ -460,7 +460,7 @@ func (r *ConnRequest) Accept(ctx context.Context, qp *QP, opts ...Option) error 
 		return qp.setupFailed(err)
 	}
 	res.PeerPrivateData = r.privateData
-	e := newEngine(qp, r.c, &res, &cfg, r.peerIsGo)
+	e := newEngine(qp, r.c, &res, &cfg, r.peer)
 	if l := r.l; l != nil {
 		l.mu.Lock()
 		l.live++

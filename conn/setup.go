@@ -110,13 +110,13 @@ func (qp *QP) client(ctx context.Context, c net.Conn, cfg *config) error {
 		}
 		return qp.setupFailed(fmt.Errorf("iwarp: connection setup: %w", err))
 	}
-	app, isGo := splitPeerTrailer(res.PeerPrivateData)
+	app, peer := splitPeerTrailer(res.PeerPrivateData)
 	res.PeerPrivateData = app
-	e := newEngine(qp, c, res, cfg, isGo)
+	e := newEngine(qp, c, res, cfg, peer)
 	delay := cfg.firstFPDUDelay
 	if delay < 0 {
 		delay = DefaultFirstFPDUDelay
-		if isGo {
+		if peer.isGo {
 			delay = 0
 		}
 	}

@@ -34,6 +34,8 @@ type txState struct {
 	curX       *regionExt // the region a Read Response reads, for fault containment
 	sendMSN    uint32
 	rreqMSN    uint32
+	flushMSN   uint32 // of Flush Responses (QN 3)
+	flushID    uint32 // the last Flush Request ID used
 	preferIRQ  bool
 	sent       []uint32 // SQ counters of messages whose last FPDU awaits the flush
 }
@@ -42,7 +44,7 @@ func (tx *txState) init(c net.Conn, res *mpa.Result) {
 	tx.w = mpa.NewWriter(c, mpa.WriterConfig{CRC: res.CRC, Markers: res.SendMarkers})
 	tx.segPayload = make([][]byte, 0, MaxSGE+1)
 	tx.pieces = make([][]byte, 0, MaxSGE)
-	tx.sendMSN, tx.rreqMSN = 1, 1
+	tx.sendMSN, tx.rreqMSN, tx.flushMSN = 1, 1, 1
 	tx.sent = make([]uint32, 0, maxBatchFPDUs)
 }
 
@@ -201,7 +203,7 @@ func (e *engine) next() (ok, alive bool) {
 	sqReady := !qp.sq.idle() && e.sqRunnableLocked()
 	switch {
 	case irqReady && (e.tx.preferIRQ || !sqReady):
-		e.startReadResponseLocked()
+		e.startResponseLocked()
 		e.tx.preferIRQ = false
 	case sqReady:
 		ctr, w, refs := qp.sq.start()
@@ -224,7 +226,7 @@ func (e *engine) sqRunnableLocked() bool {
 	if w.flags&Fence != 0 && outstanding > 0 {
 		return false
 	}
-	return w.op != OpRead || !e.orq.full()
+	return (w.op != OpRead && w.op != OpFlush) || !e.orq.full()
 }
 
 func (e *engine) piecesOf(refs []sgeRef) [][]byte {
@@ -324,10 +326,15 @@ func (e *engine) startReadRequest(_ *sendOpInfo, ctr uint32, w *sendWQE, refs []
 	}
 }
 
-// startReadResponseLocked makes the next inbound Read's response the
-// current message.
-func (e *engine) startReadResponseLocked() {
+// startResponseLocked makes the next inbound request's response the
+// current message: a Read Response to segment, or a Flush Response framed
+// at once.
+func (e *engine) startResponseLocked() {
 	c, ent := e.irq.startNext()
+	if ent.flush {
+		e.frameFlushResponseLocked(c, ent)
+		return
+	}
 	e.tx.pieces = append(e.tx.pieces[:0], ent.src)
 	e.tx.curX = nil
 	if ent.region != nil {

@@ -91,6 +91,7 @@ const (
 	WCRDMARead
 	WCLocalInv
 	WCRecv
+	WCFlush
 )
 
 func (o WCOpcode) String() string {
@@ -105,6 +106,8 @@ func (o WCOpcode) String() string {
 		return "local-inv"
 	case WCRecv:
 		return "recv"
+	case WCFlush:
+		return "flush"
 	}
 	return fmt.Sprintf("WCOpcode(%d)", uint8(o))
 }
@@ -117,6 +120,9 @@ const (
 	WCWithInv WCFlags = 1 << iota
 	// WCSolicited: the Send asked for a solicited event.
 	WCSolicited
+	// WCFlushPersistent: an OpFlush's range is persistent at the peer (it
+	// is visible whenever an OpFlush succeeds).
+	WCFlushPersistent
 )
 
 // WorkCompletion reports the end of one work request. It is a plain value:
