@@ -243,6 +243,14 @@ func (qp *QP) PeerIsIwarpGo() bool {
 	return qp.eng != nil && qp.eng.peerIsGo
 }
 
+// PeerFlushes reports whether the connected peer answers OpFlush (both
+// sides declared the Flush extension); false before connecting.
+func (qp *QP) PeerFlushes() bool {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return qp.eng != nil && qp.eng.flushExt
+}
+
 func (qp *QP) postableLocked() error {
 	switch qp.state {
 	case stateIdle, stateConnecting, stateRTS:
