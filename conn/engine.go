@@ -379,9 +379,10 @@ func (e *engine) finish() {
 	qp.mu.Lock()
 	e.releaseTxRegionsLocked()
 	qp.flushLocked(qp.err)
-	qp.setState(stateClosed, qp.err)
 	err := qp.err
 	qp.mu.Unlock()
+	// Everything that reports the end happens before the queue pair is
+	// closed, so that whoever waited for Close sees it done.
 	qp.stats.closed.Add(1)
 	qp.pd.untrack(e)
 	qp.pd.dev.closedQP(qp)
@@ -392,6 +393,9 @@ func (e *engine) finish() {
 	if e.onEnd != nil {
 		e.onEnd(e.c.RemoteAddr(), err)
 	}
+	qp.mu.Lock()
+	qp.setState(stateClosed, err)
+	qp.mu.Unlock()
 }
 
 // signalDrained tells a graceful Close that the send side is idle. Called

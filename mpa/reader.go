@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"sync"
 
 	"github.com/iwarp-go/iwarp-go/termcode"
 )
@@ -27,6 +28,13 @@ type ReaderConfig struct {
 	// "Once MPA delivers an error of any type, it MUST NOT pass or deliver
 	// any additional FPDUs on that half connection."
 	ContinueAfterCRCError bool
+	// ReleaseIdle returns the buffer to a pool shared by every Reader of
+	// the same buffer size whenever the Reader waits between FPDUs with
+	// nothing buffered, and takes one when data arrives: an idle stream
+	// holds no buffer (thousands of idle connections hold none). It takes
+	// effect on sockets where the Reader has its fast path (Linux) and
+	// without markers; elsewhere the Reader keeps its buffer.
+	ReleaseIdle bool
 }
 
 // DefaultReaderBuffer is the Reader's buffer size unless configured.
@@ -77,6 +85,22 @@ type Reader struct {
 	// whatever follows it (pad, CRC, the next FPDU's header) into the
 	// buffer, one system call instead of two.
 	rv readvState
+
+	// pool holds the buffer while the stream is idle (ReleaseIdle); bufp
+	// is the pool's handle of the buffer in use.
+	pool *sync.Pool
+	bufp *[]byte
+}
+
+// bufferPools are the pools of idle Readers' buffers, by size.
+var bufferPools sync.Map // int → *sync.Pool
+
+func bufferPool(size int) *sync.Pool {
+	if p, ok := bufferPools.Load(size); ok {
+		return p.(*sync.Pool)
+	}
+	p, _ := bufferPools.LoadOrStore(size, &sync.Pool{New: func() any { b := make([]byte, size); return &b }})
+	return p.(*sync.Pool)
 }
 
 // NewReader returns a Reader of the FPDU stream in r.
@@ -88,8 +112,13 @@ func NewReader(r io.Reader, cfg ReaderConfig) *Reader {
 		cfg.BufferSize = DefaultReaderBuffer
 	}
 	cfg.BufferSize = max(cfg.BufferSize, 1024)
-	rd := &Reader{r: r, cfg: cfg, buf: make([]byte, cfg.BufferSize)}
+	rd := &Reader{r: r, cfg: cfg}
 	rd.initReadv()
+	if cfg.ReleaseIdle && !cfg.Markers && rd.canAwaitIdle() {
+		rd.pool = bufferPool(cfg.BufferSize)
+	} else {
+		rd.buf = make([]byte, cfg.BufferSize)
+	}
 	if cfg.Markers {
 		rd.m.init(cfg.BufferSize)
 	}
@@ -345,6 +374,15 @@ func (r *Reader) fill(n int, atStart bool) error {
 			}
 			return r.torn()
 		}
+		if r.pool != nil && r.rp == r.wp {
+			// Nothing buffered: wait without a buffer, take one when data
+			// arrives.
+			r.releaseBuffer()
+			if err := r.awaitIdle(); err != nil {
+				r.ioErr = err
+			}
+			continue
+		}
 		// Fewer than n bytes are buffered (n is small), so moving them to
 		// the front is cheap and leaves the most room for the read.
 		if r.rp > 0 {
@@ -380,6 +418,14 @@ func (r *Reader) torn() error {
 		return r.fail(protoErr(termcode.MPAConnectionLost, ErrConnectionLost, "stream ended inside an FPDU"))
 	}
 	return fmt.Errorf("mpa: reading FPDU: %w", r.ioErr)
+}
+
+// releaseBuffer gives the (empty) buffer back to the pool.
+func (r *Reader) releaseBuffer() {
+	if r.bufp != nil {
+		r.pool.Put(r.bufp)
+		r.buf, r.bufp, r.rp, r.wp = nil, nil, 0, 0
+	}
 }
 
 func (r *Reader) fail(err error) error {
