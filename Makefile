@@ -69,3 +69,12 @@ bench:
 
 interop:
 	./interop/siw/run.sh all
+
+# The siw peer as a Docker image (interop/siw/docker/): build it, or run the
+# interop scenarios through it. Both start a Docker engine if none runs.
+.PHONY: siw-image interop-docker
+siw-image:
+	./interop/siw/docker/image.sh
+
+interop-docker:
+	./interop/siw/docker/test.sh
