@@ -40,13 +40,14 @@ vet:
 	done; \
 	if [ -n "$$failed" ]; then echo "go vet failed for:$$failed" >&2; exit 1; fi
 
-# The interop suite's files carry the "interop" build tag: checked in a
-# second pass.
+# The interop suite's files carry the "interop" build tag, the Docker
+# scenarios' "interopdocker": each checked in a pass of its own.
 staticcheck:
 	@test -x $(STATICCHECK) || $(MAKE) staticcheck-install
 	@rc=0; \
 	$(STATICCHECK) ./... || rc=1; \
 	$(STATICCHECK) -tags interop ./interop/... || rc=1; \
+	$(STATICCHECK) -tags interopdocker ./interop/siw/docker/ || rc=1; \
 	exit $$rc
 
 staticcheck-install:

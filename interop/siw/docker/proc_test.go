@@ -3,7 +3,6 @@
 package docker_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,30 +11,13 @@ import (
 	"net"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 )
-
-// lockedBuffer collects a process's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // proc is a process of a scenario: iwarp-peer, or the docker client that
 // runs a container. It is killed (and its container removed) when the test
@@ -43,7 +25,7 @@ func (l *lockedBuffer) String() string {
 type proc struct {
 	name           string
 	cmd            *exec.Cmd
-	stdout, stderr lockedBuffer
+	stdout, stderr testutil.Buffer
 	done           chan struct{}
 	code           int
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 )
 
 // The container's boot takes 10–30 s under TCG on a loaded machine; a
@@ -77,52 +79,10 @@ func TestDockerRping(t *testing.T) {
 
 var allTests = []string{"write", "read", "send", "send_se", "send_inv", "send_sge", "write_sge"}
 
-// fields parses iwtest's "KEY k=v k=v …" lines.
-func fields(out, key string) []map[string]string {
-	var rows []map[string]string
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || f[0] != key {
-			continue
-		}
-		row := map[string]string{}
-		for _, kv := range f[1:] {
-			if k, v, ok := strings.Cut(kv, "="); ok {
-				row[k] = strings.Trim(v, `"`)
-			}
-		}
-		rows = append(rows, row)
-	}
-	return rows
-}
-
-// requireAllOK checks that a side of an iwtest session ran every test at
-// every size in both directions, and all passed.
-func requireAllOK(t *testing.T, p *proc, tests []string, sizes []string) {
-	t.Helper()
-	out := p.stdout.String()
-	seen := map[string]bool{}
-	for _, r := range fields(out, "RESULT") {
-		assert.Equal(t, "ok", r["status"], "%v\n%s", r, p)
-		seen[r["test"]+"/"+r["size"]+"/"+r["dir"]] = true
-	}
-	for _, tst := range tests {
-		for _, s := range sizes {
-			for _, d := range []string{"c2s", "s2c"} {
-				assert.True(t, seen[tst+"/"+s+"/"+d], "no RESULT for %s size %s %s\n%s", tst, s, d, p)
-			}
-		}
-	}
-	sum := fields(out, "SUMMARY")
-	require.Len(t, sum, 1, "%s", p)
-	assert.Equal(t, strconv.Itoa(len(tests)*len(sizes)*2), sum[0]["ok"], "%s", p)
-	assert.Equal(t, "0", sum[0]["failed"], "%s", p)
-}
-
 // established is the ESTABLISHED line of iwarp-peer iwtest.
 func established(t *testing.T, p *proc) map[string]string {
 	t.Helper()
-	e := fields(p.stdout.String(), "ESTABLISHED")
+	e := testutil.IwtestFields(p.stdout.String(), "ESTABLISHED")
 	require.Len(t, e, 1, "%s", p)
 	return e[0]
 }
@@ -133,7 +93,7 @@ func goServer(t *testing.T, args ...string) (*proc, string) {
 	t.Helper()
 	g := peer(t, "iwarp-peer iwtest -s", append([]string{"iwtest", "-s", "-a", "127.0.0.1", "-p", "0", "-w", "300"}, args...)...)
 	out := g.waitStdout(t, 30*time.Second, "LISTENING")
-	rows := fields(out, "LISTENING")
+	rows := testutil.IwtestFields(out, "LISTENING")
 	require.NotEmpty(t, rows, out)
 	return g, rows[0]["port"]
 }
@@ -150,8 +110,8 @@ func TestDockerIwtest(t *testing.T) {
 		g := peer(t, "iwarp-peer iwtest -c", "iwtest", "-c", "-a", "127.0.0.1", "-p", strconv.Itoa(port),
 			"-T", "all", "-S", strings.Join(sizes, ","))
 		requireOK(t, runWait, g, c)
-		requireAllOK(t, g, allTests, sizes)
-		requireAllOK(t, c, allTests, sizes)
+		testutil.RequireIwtestAllOK(t, g.stdout.String(), allTests, sizes)
+		testutil.RequireIwtestAllOK(t, c.stdout.String(), allTests, sizes)
 		requireSiwLink(t, c)
 	})
 	t.Run("siw-client", func(t *testing.T) {
@@ -160,8 +120,8 @@ func TestDockerIwtest(t *testing.T) {
 		g, port := goServer(t, "--crc", "off", "-S", "1m")
 		c := container(t, "iwtest-c", "iwtest", "-c", "-a", "127.0.0.1", "-p", port, "-T", "all", "-S", strings.Join(sizes, ","))
 		requireOK(t, bootWait+runWait, c, g)
-		requireAllOK(t, g, allTests, sizes)
-		requireAllOK(t, c, allTests, sizes)
+		testutil.RequireIwtestAllOK(t, g.stdout.String(), allTests, sizes)
+		testutil.RequireIwtestAllOK(t, c.stdout.String(), allTests, sizes)
 		assert.Equal(t, "off", established(t, g)["crc"])
 		requireSiwLink(t, c)
 	})
@@ -176,8 +136,8 @@ func TestDockerSiwKnob(t *testing.T) {
 	c := container(t, "iwtest-c-crc", "--siw", "mpa_crc_required=1", "iwtest", "-c", "-a", "127.0.0.1", "-p", port,
 		"-T", "write,read,send", "-S", "4096,65536")
 	requireOK(t, bootWait+runWait, c, g)
-	requireAllOK(t, g, []string{"write", "read", "send"}, []string{"4096", "65536"})
-	requireAllOK(t, c, []string{"write", "read", "send"}, []string{"4096", "65536"})
+	testutil.RequireIwtestAllOK(t, g.stdout.String(), []string{"write", "read", "send"}, []string{"4096", "65536"})
+	testutil.RequireIwtestAllOK(t, c.stdout.String(), []string{"write", "read", "send"}, []string{"4096", "65536"})
 	e := established(t, g)
 	assert.Equal(t, "on", e["crc"], "siw asked for CRC: %v", e)
 	assert.Equal(t, "2", e["mpa_rev"])

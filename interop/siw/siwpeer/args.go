@@ -184,6 +184,3 @@ func (inv *invocation) rewriteAddrs(mapAddr func(addr string, server bool) (stri
 	}
 	return nil
 }
-
-// hasAddr reports whether the command line names an address.
-func (inv *invocation) hasAddr() bool { return len(inv.addrRef) > 0 }

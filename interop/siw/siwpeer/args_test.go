@@ -1,8 +1,10 @@
 package siwpeer
 
 import (
+	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -116,4 +118,10 @@ func TestSignalStatus(t *testing.T) {
 	assert.Equal(t, 143, signalStatus("terminated"))
 	assert.Equal(t, 137, signalStatus("killed"))
 	assert.Equal(t, 130, signalStatus("interrupt"))
+}
+
+func TestRelayedSignals(t *testing.T) {
+	assert.Equal(t, syscall.SIGINT, relayed(syscall.SIGINT, 1))
+	assert.Equal(t, syscall.SIGKILL, relayed(syscall.SIGINT, 2), "a second signal kills")
+	assert.Equal(t, syscall.SIGKILL, relayed(os.Interrupt, 3))
 }

@@ -2,6 +2,7 @@ package siwpeer
 
 import (
 	"fmt"
+	"os"
 	"syscall"
 )
 
@@ -35,4 +36,15 @@ func signalStatus(name string) int {
 		}
 	}
 	return 128 + int(syscall.SIGKILL)
+}
+
+// relayed is the signal to pass on for the n-th (from 1) signal the entry
+// point got: the same one first, SIGKILL after that (a second Ctrl-C, or a
+// docker stop after a docker kill -s INT, ends a program that ignores the
+// first).
+func relayed(sig os.Signal, n int) syscall.Signal {
+	if s, ok := sig.(syscall.Signal); ok && n == 1 {
+		return s
+	}
+	return syscall.SIGKILL
 }

@@ -8,11 +8,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 )
 
 func TestFollowCopiesWholeLinesThenTheRest(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out")
-	var got lockedBuffer
+	var got testutil.Buffer
 	stop := make(chan struct{})
 	done := follow(path, &got, stop)
 	time.Sleep(3 * followPoll) // the file does not exist yet

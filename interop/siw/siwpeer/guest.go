@@ -7,7 +7,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/interop/siw/lab"
@@ -203,11 +202,7 @@ func (r *runner) await(ctx context.Context, vm *lab.VM, p *lab.Proc, prog Progra
 			return exitStatus(d.res)
 		case sig := <-r.env.Signals:
 			signals++
-			s, ok := sig.(syscall.Signal)
-			if !ok || signals > 1 {
-				s = syscall.SIGKILL
-			}
-			_ = p.Signal(s)
+			_ = p.Signal(relayed(sig, signals))
 		case <-timeout:
 			timeout = nil
 			_, _ = p.Stop(ctx, 2*time.Second)

@@ -142,11 +142,7 @@ func (r *runner) awaitHost(cmd *exec.Cmd, prog Program, inv *invocation, addr st
 			return 0, nil
 		case sig := <-r.env.Signals:
 			signals++
-			s, ok := sig.(syscall.Signal)
-			if !ok || signals > 1 {
-				s = syscall.SIGKILL
-			}
-			_ = syscall.Kill(-cmd.Process.Pid, s)
+			_ = syscall.Kill(-cmd.Process.Pid, relayed(sig, signals))
 		case <-timeout:
 			timeout = nil
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

@@ -1,7 +1,6 @@
 package siwpeer
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/iwarp-go/iwarp-go/interop/siw/lab"
 )
 
@@ -134,26 +133,8 @@ func fakeGuest(t *testing.T) Env {
 	return Env{LabEnv: labEnv, QEMU: exe, WorkDir: work}
 }
 
-// lockedBuffer collects output that the test reads while Main writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 type mainRun struct {
-	stdout, stderr lockedBuffer
+	stdout, stderr testutil.Buffer
 	code           chan int
 	sigs           chan os.Signal
 }
