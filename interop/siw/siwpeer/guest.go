@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/interop/siw/lab"
@@ -73,7 +76,17 @@ func (r *runner) guest(ctx context.Context, prog Program, inv *invocation) (int,
 		cfg.Forwards = []lab.Forward{{Host: inv.port, Guest: inv.port}}
 		watch = inv.port
 	}
+	// Until the program runs, a signal (docker stop) ends the setup; the
+	// context it cancels is the VM's, so QEMU goes too.
+	ctx, setupDone := r.interruptible(ctx)
+	defer setupDone()
 	vm, err := lab.Boot(ctx, cfg)
+	if sig := r.interrupted(ctx, setupDone); sig != nil {
+		if err == nil {
+			r.shutdown(vm)
+		}
+		return 0, fail(interruptedStatus(sig), "%v before %s started", sig, prog.Name)
+	}
 	if errors.Is(err, lab.ErrHostPortInUse) {
 		return 0, fail(ExitPortInUse, "port %d is in use on the host: QEMU could not forward it: %v", inv.port, err)
 	}
@@ -90,6 +103,9 @@ func (r *runner) guest(ctx context.Context, prog Program, inv *invocation) (int,
 	if err := r.describe(ctx, vm); err != nil {
 		return 0, err
 	}
+	if sig := setupDone(); sig != nil {
+		return 0, fail(interruptedStatus(sig), "%v before %s started", sig, prog.Name)
+	}
 	p, err := vm.Start(ctx, prog.Name, guestScript(prog, inv), watch)
 	if err != nil {
 		return 0, fail(ExitGuest, "starting %s in the guest: %v", prog.Name, err)
@@ -103,6 +119,45 @@ func (r *runner) guest(ctx context.Context, prog Program, inv *invocation) (int,
 	<-outDone
 	<-errDone
 	return code, err
+}
+
+// interruptible returns a context that the first signal cancels until
+// done is called; done reports that signal, if one came.
+func (r *runner) interruptible(ctx context.Context) (context.Context, func() os.Signal) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := make(chan struct{})
+	got := make(chan os.Signal, 1)
+	go func() {
+		select {
+		case sig := <-r.env.Signals:
+			got <- sig
+			cancel()
+		case <-stop:
+			got <- nil
+		}
+	}()
+	var once sync.Once
+	var sig os.Signal
+	return ctx, func() os.Signal {
+		once.Do(func() { close(stop); sig = <-got })
+		return sig
+	}
+}
+
+// interrupted reports the signal that cancelled ctx during setup, if one
+// did (and ends the watch then).
+func (r *runner) interrupted(ctx context.Context, done func() os.Signal) os.Signal {
+	if ctx.Err() == nil {
+		return nil
+	}
+	return done()
+}
+
+func interruptedStatus(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return ExitGuest
 }
 
 // guestScript is the shell command line that runs prog in the guest.

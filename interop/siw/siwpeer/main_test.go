@@ -30,6 +30,7 @@ const (
 	fakeArgsEnv = "SIWPEER_FAKE_ARGS" // where the fake rping records its arguments
 	fakeExitEnv = "SIWPEER_FAKE_EXIT" // its exit status
 	fakeKillEnv = "SIWPEER_FAKE_KILL" // set: it kills the fake QEMU (the guest dies)
+	fakeSlowEnv = "SIWPEER_FAKE_SLOW" // set: the fake QEMU takes a minute to boot
 )
 
 func TestMain(m *testing.M) {
@@ -61,6 +62,13 @@ func fakeQEMU(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	if os.Getenv(fakeSlowEnv) != "" {
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-time.After(time.Minute):
+		}
+	}
 	if err := lab.ServeAgent(ctx, share, lab.AgentOptions{Poll: 5 * time.Millisecond}); err != nil {
 		return 4
 	}
@@ -213,6 +221,21 @@ func TestASignalReachesTheGuestProgram(t *testing.T) {
 	r.waitStdout(t, "READY")
 	r.sigs <- syscall.SIGTERM
 	assert.Equal(t, 128+int(syscall.SIGTERM), r.wait(t), r.stderr.String())
+}
+
+func TestASignalDuringTheBootEndsIt(t *testing.T) {
+	env := fakeGuest(t)
+	t.Setenv(fakeSlowEnv, "1")
+	r := startMain(env, "rping", "-s", "-p", strconv.Itoa(freePort(t)))
+	time.Sleep(500 * time.Millisecond) // QEMU is up, the agent is not
+	start := time.Now()
+	r.sigs <- syscall.SIGTERM
+	assert.Equal(t, 128+int(syscall.SIGTERM), r.wait(t), r.stderr.String())
+	assert.Less(t, time.Since(start), 20*time.Second, "the boot was not waited out")
+	assert.Contains(t, r.stderr.String(), "siw-peer: terminated before rping started")
+	ents, err := os.ReadDir(env.WorkDir)
+	require.NoError(t, err)
+	assert.Empty(t, ents, "the boot's folder is gone")
 }
 
 func TestAGuestThatDiesIsReported(t *testing.T) {
