@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/iwarp-go/iwarp-go/internal/testutil"
+	"github.com/iwarp-go/iwarp-go/internal/conntest"
 )
 
 // The container's boot takes 10–30 s under TCG on a loaded machine; a
@@ -82,7 +82,7 @@ var allTests = []string{"write", "read", "send", "send_se", "send_inv", "send_sg
 // established is the ESTABLISHED line of iwarp-peer iwtest.
 func established(t *testing.T, p *proc) map[string]string {
 	t.Helper()
-	e := testutil.IwtestFields(p.stdout.String(), "ESTABLISHED")
+	e := conntest.Lines(p.stdout.String(), "ESTABLISHED")
 	require.Len(t, e, 1, "%s", p)
 	return e[0]
 }
@@ -93,7 +93,7 @@ func goServer(t *testing.T, args ...string) (*proc, string) {
 	t.Helper()
 	g := peer(t, "iwarp-peer iwtest -s", append([]string{"iwtest", "-s", "-a", "127.0.0.1", "-p", "0", "-w", "300"}, args...)...)
 	out := g.waitStdout(t, 30*time.Second, "LISTENING")
-	rows := testutil.IwtestFields(out, "LISTENING")
+	rows := conntest.Lines(out, "LISTENING")
 	require.NotEmpty(t, rows, out)
 	return g, rows[0]["port"]
 }
@@ -110,8 +110,8 @@ func TestDockerIwtest(t *testing.T) {
 		g := peer(t, "iwarp-peer iwtest -c", "iwtest", "-c", "-a", "127.0.0.1", "-p", strconv.Itoa(port),
 			"-T", "all", "-S", strings.Join(sizes, ","))
 		requireOK(t, runWait, g, c)
-		testutil.RequireIwtestAllOK(t, g.stdout.String(), allTests, sizes)
-		testutil.RequireIwtestAllOK(t, c.stdout.String(), allTests, sizes)
+		conntest.RequireAllOK(t, g.stdout.String(), allTests, sizes)
+		conntest.RequireAllOK(t, c.stdout.String(), allTests, sizes)
 		requireSiwLink(t, c)
 	})
 	t.Run("siw-client", func(t *testing.T) {
@@ -120,8 +120,8 @@ func TestDockerIwtest(t *testing.T) {
 		g, port := goServer(t, "--crc", "off", "-S", "1m")
 		c := container(t, "iwtest-c", "iwtest", "-c", "-a", "127.0.0.1", "-p", port, "-T", "all", "-S", strings.Join(sizes, ","))
 		requireOK(t, bootWait+runWait, c, g)
-		testutil.RequireIwtestAllOK(t, g.stdout.String(), allTests, sizes)
-		testutil.RequireIwtestAllOK(t, c.stdout.String(), allTests, sizes)
+		conntest.RequireAllOK(t, g.stdout.String(), allTests, sizes)
+		conntest.RequireAllOK(t, c.stdout.String(), allTests, sizes)
 		assert.Equal(t, "off", established(t, g)["crc"])
 		requireSiwLink(t, c)
 	})
@@ -136,8 +136,8 @@ func TestDockerSiwKnob(t *testing.T) {
 	c := container(t, "iwtest-c-crc", "--siw", "mpa_crc_required=1", "iwtest", "-c", "-a", "127.0.0.1", "-p", port,
 		"-T", "write,read,send", "-S", "4096,65536")
 	requireOK(t, bootWait+runWait, c, g)
-	testutil.RequireIwtestAllOK(t, g.stdout.String(), []string{"write", "read", "send"}, []string{"4096", "65536"})
-	testutil.RequireIwtestAllOK(t, c.stdout.String(), []string{"write", "read", "send"}, []string{"4096", "65536"})
+	conntest.RequireAllOK(t, g.stdout.String(), []string{"write", "read", "send"}, []string{"4096", "65536"})
+	conntest.RequireAllOK(t, c.stdout.String(), []string{"write", "read", "send"}, []string{"4096", "65536"})
 	e := established(t, g)
 	assert.Equal(t, "on", e["crc"], "siw asked for CRC: %v", e)
 	assert.Equal(t, "2", e["mpa_rev"])
