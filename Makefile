@@ -40,13 +40,14 @@ vet:
 	done; \
 	if [ -n "$$failed" ]; then echo "go vet failed for:$$failed" >&2; exit 1; fi
 
-# The interop suite's files carry the "interop" build tag: checked in a
-# second pass.
+# The interop suite's files carry the "interop" build tag, the Docker
+# scenarios' "interopdocker": each checked in a pass of its own.
 staticcheck:
 	@test -x $(STATICCHECK) || $(MAKE) staticcheck-install
 	@rc=0; \
 	$(STATICCHECK) ./... || rc=1; \
 	$(STATICCHECK) -tags interop ./interop/... || rc=1; \
+	$(STATICCHECK) -tags interopdocker ./interop/siw/docker/ || rc=1; \
 	exit $$rc
 
 staticcheck-install:
@@ -69,3 +70,12 @@ bench:
 
 interop:
 	./interop/siw/run.sh all
+
+# The siw peer as a Docker image (interop/siw/docker/): build it, or run the
+# interop scenarios through it. Both start a Docker engine if none runs.
+.PHONY: siw-image interop-docker
+siw-image:
+	./interop/siw/docker/image.sh
+
+interop-docker:
+	./interop/siw/docker/test.sh

@@ -343,6 +343,7 @@ write_env() {
     echo "SIW_AGENT=$AGENT"
     echo "SIW_IWTEST=$CPROG"
     echo "SIW_USERROOT=$UROOT"
+    echo "SIW_KNOBS=$(IFS=,; echo "${KNOB_BOOLS[*]},mpa_version")"
   } >"$tmp"
   mv "$tmp" "$LAB/current.env"
   echo "$LAB/current.env"

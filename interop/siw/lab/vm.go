@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ type VM struct {
 	cfg     Config
 	dir     string
 	ports   map[int]int
+	kernel  string
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	waitErr error
@@ -28,17 +30,20 @@ type VM struct {
 	stopErr error
 }
 
+// ErrHostPortInUse is wrapped by the error of a boot whose QEMU could not
+// bind a forwarded host port.
+var ErrHostPortInUse = errors.New("a forwarded host port is in use")
+
 // Boot starts QEMU and waits until the guest agent serves. A failed attempt
 // (QEMU exits, cannot bind a forwarded port, or the agent is not up within
-// BootTimeout) is retried up to BootAttempts times; only boot is retried.
+// BootTimeout) is retried up to BootAttempts times; only boot is retried,
+// and not when a fixed port of Config.Forwards is taken.
 // QEMU is killed when ctx ends, so a cancelled test never leaves it running;
 // call Shutdown when done.
 func Boot(ctx context.Context, cfg Config) (*VM, error) {
 	cfg.defaults()
-	for _, f := range []string{cfg.Kernel, cfg.Initrd, cfg.Agent} {
-		if _, err := os.Stat(f); err != nil {
-			return nil, fmt.Errorf("lab: %w", err)
-		}
+	if err := cfg.checkFiles(); err != nil {
+		return nil, err
 	}
 	var errs []error
 	for attempt := 1; attempt <= cfg.BootAttempts; attempt++ {
@@ -48,11 +53,20 @@ func Boot(ctx context.Context, cfg Config) (*VM, error) {
 		}
 		fmt.Fprintf(cfg.Log, "lab: boot attempt %d: %v\n", attempt, err)
 		errs = append(errs, fmt.Errorf("attempt %d: %w", attempt, err))
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || (cfg.Forwards != nil && errors.Is(err, ErrHostPortInUse)) {
 			break
 		}
 	}
 	return nil, fmt.Errorf("lab: boot failed: %w", errors.Join(errs...))
+}
+
+func (c *Config) checkFiles() error {
+	for _, f := range []string{c.Kernel, c.Initrd, c.Agent} {
+		if _, err := os.Stat(f); err != nil {
+			return fmt.Errorf("lab: %w", err)
+		}
+	}
+	return nil
 }
 
 // freePorts picks n distinct free TCP ports on 127.0.0.1. Another process
@@ -76,19 +90,59 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// prepareShare lays out the share with the agent in it and picks the host
-// ports to forward.
-func prepareShare(share string, cfg Config) ([]int, error) {
-	for _, d := range []string{cmdDir, resDir, outDir} {
-		if err := os.MkdirAll(filepath.Join(share, d), 0o755); err != nil {
-			return nil, err
-		}
+// forwards returns the rules of one boot: Config.Forwards, or GuestPorts
+// from free host ports.
+func (c *Config) forwards() ([]Forward, error) {
+	if c.Forwards != nil {
+		return append([]Forward{}, c.Forwards...), nil
 	}
-	if err := copyFile(cfg.Agent, filepath.Join(share, agentBinary), 0o755); err != nil {
+	hp, err := freePorts(len(c.GuestPorts))
+	if err != nil {
 		return nil, err
 	}
-	return freePorts(len(cfg.GuestPorts))
+	fw := make([]Forward, len(hp))
+	for i, gp := range c.GuestPorts {
+		fw[i] = Forward{Host: hp[i], Guest: gp}
+	}
+	return fw, nil
 }
+
+// prepareShare lays out the share with the agent in it.
+func prepareShare(share string, cfg Config) error {
+	for _, d := range []string{cmdDir, resDir, outDir} {
+		if err := os.MkdirAll(filepath.Join(share, d), 0o755); err != nil {
+			return err
+		}
+	}
+	return copyFile(cfg.Agent, filepath.Join(share, agentBinary), 0o755)
+}
+
+// qemuArgs is the QEMU command line of a guest in mode (the kernel's lab=
+// argument: agent or shell) with the share mounted at /mnt and the serial
+// console on serial (a QEMU -serial backend).
+func qemuArgs(cfg Config, mode, share, serial string, fw []Forward) []string {
+	var nd strings.Builder
+	nd.WriteString("user,id=n0,ipv6=off")
+	for _, f := range fw {
+		fmt.Fprintf(&nd, ",hostfwd=tcp:127.0.0.1:%d-%s:%d", f.Host, GuestIP, f.Guest)
+	}
+	appendArgs := "console=ttyS0 panic=-1 mitigations=off no_timer_check tsc=unstable loglevel=4 lab=" + mode
+	if cfg.ExtraAppend != "" {
+		appendArgs += " " + cfg.ExtraAppend
+	}
+	return []string{
+		"-accel", "tcg", "-cpu", "max", "-smp", fmt.Sprint(cfg.CPUs), "-m", fmt.Sprint(cfg.MemoryMB),
+		"-kernel", cfg.Kernel, "-initrd", cfg.Initrd, "-append", appendArgs,
+		"-no-reboot", "-nodefaults", "-display", "none", "-vga", "none",
+		"-netdev", nd.String(),
+		"-device", "virtio-net-pci,netdev=n0",
+		"-virtfs", "local,path=" + share + ",mount_tag=share,security_model=none,id=fs0",
+		"-serial", serial,
+	}
+}
+
+// hostFwdFailure is how QEMU reports a hostfwd rule it cannot bind.
+const hostFwdFailure = "Could not set up host forwarding rule"
 
 func bootOnce(ctx context.Context, cfg Config, attempt int) (*VM, error) {
 	dir, err := os.MkdirTemp(cfg.WorkDir, "siwlab-")
@@ -96,31 +150,20 @@ func bootOnce(ctx context.Context, cfg Config, attempt int) (*VM, error) {
 		return nil, err
 	}
 	share := filepath.Join(dir, "share")
-	hp, err := prepareShare(share, cfg)
+	var fw []Forward
+	if err = prepareShare(share, cfg); err == nil {
+		fw, err = cfg.forwards()
+	}
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
 	vm := &VM{cfg: cfg, dir: dir, ports: map[int]int{}, exited: make(chan struct{})}
-	var fwd strings.Builder
-	for i, gp := range cfg.GuestPorts {
-		vm.ports[gp] = hp[i]
-		fmt.Fprintf(&fwd, ",hostfwd=tcp:127.0.0.1:%d-10.0.2.15:%d", hp[i], gp)
+	for _, f := range fw {
+		vm.ports[f.Guest] = f.Host
 	}
-	appendArgs := "console=ttyS0 panic=-1 mitigations=off no_timer_check tsc=unstable loglevel=4 lab=agent"
-	if cfg.ExtraAppend != "" {
-		appendArgs += " " + cfg.ExtraAppend
-	}
-	args := []string{
-		"-accel", "tcg", "-cpu", "max", "-smp", fmt.Sprint(cfg.CPUs), "-m", fmt.Sprint(cfg.MemoryMB),
-		"-kernel", cfg.Kernel, "-initrd", cfg.Initrd, "-append", appendArgs,
-		"-no-reboot", "-nodefaults", "-display", "none", "-vga", "none",
-		"-netdev", "user,id=n0,ipv6=off" + fwd.String(),
-		"-device", "virtio-net-pci,netdev=n0",
-		"-virtfs", "local,path=" + share + ",mount_tag=share,security_model=none,id=fs0",
-		"-serial", "file:" + vm.ConsoleLog(), "-monitor", "none",
-		"-pidfile", filepath.Join(dir, "qemu.pid"),
-	}
+	args := append(qemuArgs(cfg, "agent", share, "file:"+vm.ConsoleLog(), fw),
+		"-monitor", "none", "-pidfile", filepath.Join(dir, "qemu.pid"))
 	qlog, err := os.Create(filepath.Join(dir, "qemu.log"))
 	if err != nil {
 		os.RemoveAll(dir)
@@ -159,6 +202,9 @@ func bootOnce(ctx context.Context, cfg Config, attempt int) (*VM, error) {
 		vm.Kill()
 		<-vm.exited
 		q, _ := os.ReadFile(filepath.Join(dir, "qemu.log"))
+		if bytes.Contains(q, []byte(hostFwdFailure)) {
+			err = fmt.Errorf("%w: %w", ErrHostPortInUse, err)
+		}
 		err = fmt.Errorf("%w\nqemu: %s\nconsole (%s):\n%s", err, strings.TrimSpace(string(q)), vm.ConsoleLog(), tail(vm.Console(), 3000))
 		if !cfg.KeepWorkDir {
 			os.RemoveAll(dir)
@@ -167,9 +213,14 @@ func bootOnce(ctx context.Context, cfg Config, attempt int) (*VM, error) {
 	}
 	var ri readyInfo
 	_ = readJSON(filepath.Join(share, agentReady), &ri)
+	vm.kernel = ri.Kernel
 	fmt.Fprintf(cfg.Log, "lab: guest %s up after %s; ports %v\n", ri.Kernel, time.Since(start).Round(time.Millisecond), vm.ports)
 	return vm, nil
 }
+
+// Kernel returns the guest kernel's release (uname -r), as the agent
+// reported it at boot.
+func (vm *VM) Kernel() string { return vm.kernel }
 
 func (vm *VM) alive() error {
 	select {
