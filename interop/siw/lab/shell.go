@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"syscall"
 )
 
 // Shell boots the guest with a root shell on its serial console instead of
@@ -26,7 +25,7 @@ func Shell(ctx context.Context, cfg Config, share string, stdin io.Reader, stdou
 	}
 	cmd := exec.CommandContext(ctx, cfg.QEMU, qemuArgs(cfg, "shell", share, "mon:stdio", cfg.Forwards)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = diesWithParent(nil)
 	fmt.Fprintf(cfg.Log, "lab: shell: %s %v\n", cfg.QEMU, cmd.Args[1:])
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("lab: qemu: %w", err)

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -173,7 +172,7 @@ func bootOnce(ctx context.Context, cfg Config, attempt int) (*VM, error) {
 	vm.cmd = exec.Command(cfg.QEMU, args...)
 	vm.cmd.Stdout, vm.cmd.Stderr = qlog, qlog
 	// If the test process dies, the kernel kills QEMU with it.
-	vm.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	vm.cmd.SysProcAttr = diesWithParent(groupAttr())
 	fmt.Fprintf(cfg.Log, "lab: boot %d: %s %s\n", attempt, cfg.QEMU, strings.Join(args, " "))
 	if err := vm.cmd.Start(); err != nil {
 		os.RemoveAll(dir)

@@ -6,8 +6,6 @@ import (
 	"os"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/iwarp-go/iwarp-go/interop/siw/lab"
 )
 
@@ -68,9 +66,4 @@ func (r *runner) shell(ctx context.Context) (int, error) {
 		return 0, fail(ExitGuest, "%v", err)
 	}
 	return 0, nil
-}
-
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }

@@ -1,15 +1,12 @@
 package siwpeer
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -177,21 +174,6 @@ func defaultRouteDev(path string) (string, error) {
 	return defaultRouteIn(f)
 }
 
-func defaultRouteIn(r io.Reader) (string, error) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		// Iface Destination Gateway Flags ...; RTF_UP is flag 1.
-		if len(f) >= 4 && f[1] == "00000000" && f[0] != "Iface" && f[3] != "0000" {
-			return f[0], nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return "", err
-	}
-	return "", errors.New("no IPv4 default route")
-}
-
 func ipv4Of(netdev string) (string, error) {
 	ifi, err := net.InterfaceByName(netdev)
 	if err != nil {
@@ -210,25 +192,6 @@ func ipv4Of(netdev string) (string, error) {
 }
 
 var hostBinds = []string{"dev", "sys", "proc"}
-
-func bindHost(root string) error {
-	for _, d := range hostBinds {
-		dst := filepath.Join(root, d)
-		if err := os.MkdirAll(dst, 0o755); err != nil {
-			return err
-		}
-		if err := syscall.Mount("/"+d, dst, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind-mounting /%s: %v", d, err)
-		}
-	}
-	return nil
-}
-
-func unbind(root string) {
-	for i := len(hostBinds) - 1; i >= 0; i-- {
-		_ = syscall.Unmount(filepath.Join(root, hostBinds[i]), syscall.MNT_DETACH)
-	}
-}
 
 // chrootOutput runs a command of the unpacked userspace and returns its
 // output.
