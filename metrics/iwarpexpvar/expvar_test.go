@@ -18,13 +18,18 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+var runs int
+
 // /debug/vars carries the report under its one name, read at the request:
 // what the queue pairs did so far, each queue pair's own counters.
 func TestPublish_DebugVars(t *testing.T) {
 	dev, err := conn.NewDevice()
 	require.NoError(t, err)
 	p := conntest.NewPair(t, dev, 1)
-	iwarpexpvar.Publish("iwarp_test", metrics.NewSource(dev, p.Listener), iwarpexpvar.WithQueuePairs())
+	// A new name each run: expvar names are the process's for good.
+	runs++
+	name := fmt.Sprintf("iwarp_test_%d", runs)
+	iwarpexpvar.Publish(name, metrics.NewSource(dev, p.Listener), iwarpexpvar.WithQueuePairs())
 	p.WriteSendRead(t)
 
 	rec := httptest.NewRecorder()
@@ -32,7 +37,7 @@ func TestPublish_DebugVars(t *testing.T) {
 	var vars map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &vars))
 	var r metrics.Report
-	require.NoError(t, json.Unmarshal(vars["iwarp_test"], &r))
+	require.NoError(t, json.Unmarshal(vars[name], &r))
 	require.Equal(t, uint64(2), r.Device.FPDUsSent["write"], "the RTR and the Write")
 	require.Equal(t, uint64(2), r.Device.Connections)
 	require.Len(t, r.Listeners, 1)
