@@ -95,6 +95,7 @@ func run(ctx context.Context, args []string, std stdio) int {
 	if trace {
 		args = args[1:]
 	}
+	std.err = shared(std.err)
 	ctx = withLog(ctx, std.err, trace)
 	if len(args) == 0 {
 		usage(std.err)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
+	"sync"
 
 	"github.com/iwarp-go/iwarp-go/conn"
 )
@@ -23,6 +25,27 @@ func withLog(ctx context.Context, w io.Writer, trace bool) context.Context {
 		h = refusalsOnly{h}
 	}
 	return context.WithValue(ctx, logKey{}, slog.New(h))
+}
+
+// shared returns w for writers in several goroutines: a file as it is
+// (the system orders its writes), anything else behind a lock, since the
+// logger writes from conn's goroutines beside the command's own lines.
+func shared(w io.Writer) io.Writer {
+	if _, ok := w.(*os.File); ok {
+		return w
+	}
+	return &lockedWriter{w: w}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // connLog returns the connection option that logs through ctx's logger.
