@@ -30,6 +30,7 @@ interop options:
 	--no-enhanced			revision 2 without the RFC 6581 Enhanced flag
 	--p2p none|write|read|send	RTR types offered (client, default none) or accepted (server, default all)
 `, rping.DefaultSize, rping.MinSize, rping.MaxSize, rping.Port)
+	fmt.Fprint(w, metricsUsage)
 }
 
 // rpingArgs is rping's command line.
@@ -37,6 +38,7 @@ type rpingArgs struct {
 	cfg            *rping.Config
 	server, client bool
 	mpa            mpaFlags
+	metrics        *metricsFlag
 }
 
 // parseRping reads rping's command line: the one-letter flags and their
@@ -60,6 +62,7 @@ func parseRping(args []string, std stdio) (*rpingArgs, error) {
 	f.BoolVar(&cfg.Debug, "d", false, "")
 	f.Bool("q", false, "")
 	m.register(f.FlagSet)
+	a.metrics = f.metrics()
 	if err := f.parse(args); err != nil {
 		return nil, err
 	}
@@ -93,7 +96,14 @@ func runRping(ctx context.Context, args []string, std stdio) error {
 	if err != nil {
 		return err
 	}
+	srv, err := a.metrics.serve("rping", std)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
 	cfg := a.cfg
+	cfg.Listening = srv.AddListener
+	cfg.Options = append(cfg.Options, connLog(ctx)...)
 	if a.client {
 		return reported(rping.Client(ctx, cfg))
 	}
