@@ -35,4 +35,5 @@ func ExampleSource() {
 	// backlog_full 0
 	// initiator_gone 0
 	// expired 0
+	// rejected 0
 }

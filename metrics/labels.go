@@ -70,4 +70,5 @@ var RefusalReasons = []RefusalReason{
 	{"backlog_full", func(s *conn.ListenerStats) uint64 { return s.BacklogFull }},
 	{"initiator_gone", func(s *conn.ListenerStats) uint64 { return s.Dead }},
 	{"expired", func(s *conn.ListenerStats) uint64 { return s.Expired }},
+	{"rejected", func(s *conn.ListenerStats) uint64 { return s.Rejected }},
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 
 	"github.com/iwarp-go/iwarp-go/conn"
@@ -17,13 +16,14 @@ type logKey struct{}
 
 // withLog returns ctx carrying the commands' logger, on w: with trace
 // (iwarp-peer -d) conn's whole account of each connection (setup,
-// Terminates, teardown); without, only the connections a server's listener
-// turns away, which conn logs at most once a second.
+// Terminates, teardown); without, its warnings only: the connections a
+// server's listener turns away, which conn logs at most once a second.
 func withLog(ctx context.Context, w io.Writer, trace bool) context.Context {
-	var h slog.Handler = slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})
-	if !trace {
-		h = refusalsOnly{h}
+	level := slog.LevelWarn
+	if trace {
+		level = slog.LevelDebug
 	}
+	h := slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})
 	return context.WithValue(ctx, logKey{}, slog.New(h))
 }
 
@@ -54,23 +54,4 @@ func connLog(ctx context.Context) []conn.Option {
 		return []conn.Option{conn.WithLogger(l)}
 	}
 	return nil
-}
-
-// refusalsOnly passes on a listener's lines about the connections it
-// refused and drops conn's other records.
-type refusalsOnly struct{ slog.Handler }
-
-func (h refusalsOnly) Handle(ctx context.Context, r slog.Record) error {
-	if !strings.Contains(r.Message, "refused") {
-		return nil
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h refusalsOnly) WithAttrs(as []slog.Attr) slog.Handler {
-	return refusalsOnly{h.Handler.WithAttrs(as)}
-}
-
-func (h refusalsOnly) WithGroup(name string) slog.Handler {
-	return refusalsOnly{h.Handler.WithGroup(name)}
 }
