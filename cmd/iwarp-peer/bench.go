@@ -36,6 +36,7 @@ type benchFlags struct {
 	port                       int
 	cpuProfile                 string
 	metrics                    *metricsFlag
+	limits                     *limitsFlag
 }
 
 func parseBench(args []string, std stdio) (*bench.Config, *benchFlags, error) {
@@ -60,6 +61,7 @@ func parseBench(args []string, std stdio) (*bench.Config, *benchFlags, error) {
 	f.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `file` (go tool pprof)")
 	f.BoolVar(&cfg.CompareTCP, "compare-tcp", false, "also run the same phases over raw Go TCP (with --loopback)")
 	b.metrics = f.metrics()
+	b.limits = f.limits()
 	if err := f.parse(args); err != nil {
 		return nil, nil, err
 	}
@@ -146,7 +148,8 @@ func runBench(ctx context.Context, args []string, std stdio) error {
 		if addr == "" {
 			addr = "0.0.0.0"
 		}
-		ln, err := conn.Listen(ctx, "tcp", net.JoinHostPort(addr, strconv.Itoa(b.port)), append(bench.ConnOptions(cfg.CRC), cfg.Options...)...)
+		opts := append(append(bench.ConnOptions(cfg.CRC), cfg.Options...), b.limits.options()...)
+		ln, err := conn.Listen(ctx, "tcp", net.JoinHostPort(addr, strconv.Itoa(b.port)), opts...)
 		if err != nil {
 			return err
 		}

@@ -17,6 +17,7 @@ type flags struct {
 	usage        func(w io.Writer)
 	withDefaults bool
 	metricsFlag  *metricsFlag // f.metrics()
+	limitsFlag   *limitsFlag  // f.limits()
 }
 
 func newFlags(name string, std stdio, usage func(io.Writer), withDefaults bool) *flags {
@@ -48,6 +49,8 @@ func (f *flags) parse(args []string) error {
 		return errUsage
 	case f.metricsFlag != nil && f.metricsFlag.perQP && f.metricsFlag.addr == "":
 		return f.bad("--metrics-qps needs --metrics ADDR")
+	case f.limitsFlag != nil:
+		return f.limitsFlag.check(f)
 	}
 	return nil
 }

@@ -31,6 +31,7 @@ interop options:
 	--p2p none|write|read|send	RTR types offered (client, default none) or accepted (server, default all)
 `, rping.DefaultSize, rping.MinSize, rping.MaxSize, rping.Port)
 	fmt.Fprint(w, metricsUsage)
+	fmt.Fprint(w, limitsUsage)
 }
 
 // rpingArgs is rping's command line.
@@ -39,6 +40,7 @@ type rpingArgs struct {
 	server, client bool
 	mpa            mpaFlags
 	metrics        *metricsFlag
+	limits         *limitsFlag
 }
 
 // parseRping reads rping's command line: the one-letter flags and their
@@ -63,6 +65,7 @@ func parseRping(args []string, std stdio) (*rpingArgs, error) {
 	f.Bool("q", false, "")
 	m.register(f.FlagSet)
 	a.metrics = f.metrics()
+	a.limits = f.limits()
 	if err := f.parse(args); err != nil {
 		return nil, err
 	}
@@ -87,6 +90,7 @@ func parseRping(args []string, std stdio) (*rpingArgs, error) {
 	}
 	if a.server {
 		cfg.Rev = m.rev
+		cfg.Options = append(cfg.Options, a.limits.options()...)
 	}
 	return a, nil
 }
