@@ -37,11 +37,11 @@ import (
 //   - verify-µs: the mean time of an RDMA Write and a Read behind it on
 //     each of scaleVerify queue pairs picked at random from both sides.
 
-// BenchmarkScale10000QPs: 5,000 loopback connections, 10,000 queue pairs.
-func BenchmarkScale10000QPs(b *testing.B) { benchScale(b, 5000) }
-
 // BenchmarkScale1000QPs: 500 connections, 1,000 queue pairs; the quick one.
 func BenchmarkScale1000QPs(b *testing.B) { benchScale(b, 500) }
+
+// BenchmarkScale10000QPs: 5,000 loopback connections, 10,000 queue pairs.
+func BenchmarkScale10000QPs(b *testing.B) { benchScale(b, 5000) }
 
 const (
 	scaleDialers = 32      // connections set up at once

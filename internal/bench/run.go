@@ -28,8 +28,9 @@ func Run(ctx context.Context, cfg *Config) (Result, error) {
 		if log == nil {
 			log = io.Discard
 		}
-		// Room for every queue pair of the bandwidth phase.
-		srv := ServeConfig{Log: log, MaxSessions: max(DefaultMaxSessions, cfg.qps()+1)}
+		// Room for every queue pair of a run's bandwidth phase and of the
+		// run's before it, whose sessions may still be ending.
+		srv := ServeConfig{Log: log, MaxSessions: max(DefaultMaxSessions, 2*cfg.qps()+2)}
 		go func() { srvDone <- Serve(sctx, ln, srv) }()
 		defer func() {
 			cancel()
