@@ -286,6 +286,23 @@ func TestBench_ServerAndClientQPs(t *testing.T) {
 	}
 }
 
+// A session refused because the server serves as many as it may is tried
+// again: the client's run starts once the session holding the place ends.
+func TestBench_BusyServerRetried(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	addr, log, done := serve(t, ctx, ServeConfig{Once: true, MaxSessions: 1})
+	holder := conntest.DialRaw(t, addr, AppendSession(nil, Session{Phase: PhaseLatency, Op: 's', Size: 1, Window: 1}))
+	time.AfterFunc(300*time.Millisecond, func() { holder.C.Close() })
+	start := time.Now()
+	res, err := Run(ctx, &Config{Target: addr, Op: "write", Size: 64, Iters: 20, LatIters: 5, Window: 4, Repeat: 1})
+	require.NoError(t, err, log.String())
+	require.Equal(t, int64(20), res.Messages)
+	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "it waited for the place")
+	require.NoError(t, <-done)
+	require.Contains(t, log.String(), "refused", "the first tries were refused")
+}
+
 // A server without Once serves until stopped; none of these clients ends
 // it or keeps the next one out: an MPA Request followed by a reset, a
 // latency session whose region would end past 2^64, one that sends 40

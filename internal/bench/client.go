@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"github.com/iwarp-go/iwarp-go/internal/progress"
 	"github.com/iwarp-go/iwarp-go/internal/units"
 	"github.com/iwarp-go/iwarp-go/internal/waiter"
+	"github.com/iwarp-go/iwarp-go/mpa"
 	"github.com/iwarp-go/iwarp-go/stag"
 )
 
@@ -31,8 +33,41 @@ type clientQP struct {
 // the server's report at the end lands in one of these receives too.
 const slotLen = reportLen
 
-// openSession connects to a bench server for one phase of cfg.
+// A server that serves as many sessions as it may refuses more (Serve's
+// MaxSessions); the client tries again for a while, because the sessions
+// it has just closed may still be ending at the server, which frees their
+// places only then.
+const (
+	busyWait  = 2 * time.Second
+	busyPause = 20 * time.Millisecond
+)
+
+// openSession connects to a bench server for one phase of cfg, trying
+// again while the server refuses it for serving too many sessions.
 func openSession(ctx context.Context, cfg *Config, phase Phase, final bool) (*clientQP, error) {
+	deadline := time.Now().Add(busyWait)
+	for {
+		c, err := dialSession(ctx, cfg, phase, final)
+		if err == nil || !serverBusy(err) || time.Now().After(deadline) {
+			return c, err
+		}
+		select {
+		case <-time.After(busyPause):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
+}
+
+// serverBusy reports whether the server refused a session for serving too
+// many.
+func serverBusy(err error) bool {
+	var rej *mpa.RejectedError
+	return errors.As(err, &rej) && bytes.HasPrefix(rej.PrivateData, []byte(busyReject))
+}
+
+// dialSession connects to a bench server for one phase of cfg.
+func dialSession(ctx context.Context, cfg *Config, phase Phase, final bool) (*clientQP, error) {
 	s := Session{Phase: phase, Op: cfg.Op[0], Final: final, Size: uint32(cfg.Size), Window: uint32(cfg.Window)}
 	recvs := 4 // latency: answers
 	if phase == PhaseBandwidth {

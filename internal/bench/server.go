@@ -28,6 +28,10 @@ type ServeConfig struct {
 	MaxSessions int
 }
 
+// busyReject starts the private data of the reject of a session beyond
+// MaxSessions.
+const busyReject = "too many sessions"
+
 // DefaultMaxSessions is ServeConfig.MaxSessions' default. A client runs
 // one session at a time; the rest of the room is for clients that do
 // not end theirs.
@@ -70,7 +74,7 @@ func Serve(ctx context.Context, ln *conn.Listener, cfg ServeConfig) error {
 		select {
 		case slots <- struct{}{}:
 		default:
-			req.Reject(ctx, fmt.Appendf(nil, "too many sessions: the server serves %d at once", cfg.MaxSessions))
+			req.Reject(ctx, fmt.Appendf(nil, "%s: the server serves %d at once", busyReject, cfg.MaxSessions))
 			logf("refused %v: %d sessions in progress", req.RemoteAddr(), cfg.MaxSessions)
 			continue
 		}
