@@ -104,6 +104,7 @@ type Initiator struct {
 	pHead, pN    int
 	nextID, done uint64
 	flushFlags   conn.WCFlags
+	flushErr     error
 	readDst      []byte
 	recvLen      int
 	recvGot      bool
@@ -301,7 +302,9 @@ func (in *Initiator) Flush(ctx context.Context, off, n uint64, opts ...FlushOpti
 		}
 		var id uint64
 		if id, err = in.post(ctx, wr, pending{dst: -1}); err == nil {
-			err = in.waitFor(ctx, id)
+			if err = in.waitFor(ctx, id); err == nil {
+				err = in.flushErr
+			}
 		}
 		if err == nil && in.flushFlags&conn.WCFlushPersistent != 0 {
 			res.Guarantee = Persistent
@@ -463,7 +466,11 @@ func (in *Initiator) reap(ctx context.Context) error {
 	}
 	for i := range in.wcs[:n] {
 		wc := &in.wcs[i]
-		if err := wc.Err(); err != nil {
+		err := wc.Err()
+		var fe *conn.FlushError
+		if err != nil && !(wc.Op == conn.WCFlush && errors.As(err, &fe)) {
+			// The connection has failed; a failed persist at the
+			// target (a FlushError) is the flush's own outcome.
 			in.err = err
 			return err
 		}
@@ -482,7 +489,7 @@ func (in *Initiator) reap(ctx context.Context) error {
 		in.tail = max(in.tail, p.end)
 		in.done = wc.ID
 		if wc.Op == conn.WCFlush {
-			in.flushFlags = wc.Flags
+			in.flushFlags, in.flushErr = wc.Flags, err
 		}
 		in.pHead = (in.pHead + 1) % len(in.pend)
 		in.pN--

@@ -170,10 +170,13 @@ func (r *Registration) Close() error {
 // Placed records a placement as dirty.
 func (r *Registration) Placed(_ *conn.QP, off, n int) {
 	o := r.win.Off + uint64(off)
-	r.gt.tr.Placed(o, uint64(n))
 	if r.cfg.obs != nil {
+		// Before the tracker hears of it: a persist running meanwhile on
+		// the worker may take the range at once, and the bytes it writes
+		// back are already the new ones.
 		r.cfg.obs.placed(r.cfg.obsIdx, o, uint64(n))
 	}
+	r.gt.tr.Placed(o, uint64(n))
 }
 
 // ReadRequested answers at once if the connection has nothing dirty in any
