@@ -226,7 +226,7 @@ func (c *netClient) batch() error {
 			off, n := c.randomRange(c.remote.Size)
 			c.gctx++
 			slot := gpspm * 32
-			rpma.FlushRequest{Offset: off, Length: n, OpContext: c.gctx}.Append(c.msgs.Bytes()[slot:slot:slot+32])
+			rpma.FlushRequest{Offset: off, Length: n, OpContext: c.gctx}.Append(c.msgs.Bytes()[slot : slot : slot+32])
 			wr = conn.SendWR{Op: conn.OpSend, SGL: []conn.SGE{c.msgs.SGE(slot, rpma.FlushRequestLen)}}
 			gpspm++
 		case r < 90: // librpma's rpma_flush
