@@ -17,7 +17,17 @@ import (
 
 // Every test's connections and goroutines must be gone when it ends.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(cleanupM{m})
+}
+
+// cleanupM removes what the tests left for each other (the iwarp-peer
+// binary some run) once all have run.
+type cleanupM struct{ *testing.M }
+
+func (c cleanupM) Run() int {
+	code := c.M.Run()
+	removeBinary()
+	return code
 }
 
 // runCmd runs a command line and returns its exit status and output.
