@@ -2,7 +2,7 @@
 //
 //	bench     bandwidth and latency between two iwarp-go peers, beside raw Go TCP
 //	decode    print the iWARP dissection of a pcap or pcapng capture
-//	demo      client and server over loopback: Send/Receive, RDMA Write and Read, every byte verified
+//	demo      client and server over loopback: Send/Receive, RDMA Write and Read, a durable write, every byte verified
 //	get       read bytes of a sink's region to stdout
 //	iwtest    the iwtest RDMA test peer (interop/siw/cprog/PROTOCOL.md), client or server
 //	mpa-demo  walk through MPA connection setup and FPDU framing over loopback TCP
@@ -38,7 +38,7 @@ type command struct {
 var commands = []command{
 	{"bench", "bandwidth and latency between two iwarp-go peers, beside raw Go TCP", runBench},
 	{"decode", "print the iWARP dissection of a pcap or pcapng capture", runDecode},
-	{"demo", "client and server over loopback: Send/Receive, RDMA Write and Read, every byte verified", runDemo},
+	{"demo", "client and server over loopback: Send/Receive, RDMA Write and Read, a durable write, every byte verified", runDemo},
 	{"get", "read bytes of a sink's region to stdout", runGet},
 	{"iwtest", "the iwtest RDMA test peer (interop/siw/cprog/PROTOCOL.md), client or server", runIwtest},
 	{"mpa-demo", "walk through MPA connection setup and FPDU framing over loopback TCP", runMPADemo},
