@@ -274,7 +274,7 @@ func (c *netClient) batch() error {
 
 func netCount(full int) int {
 	if raceOn {
-		return max(full/6, 4)
+		return max(full/6, 4) // 41 of 250
 	}
 	return full
 }
@@ -285,7 +285,7 @@ func netCount(full int) int {
 func TestCrashNet_AcknowledgedFlushesSurvive(t *testing.T) {
 	for _, mode := range []Mode{ModeMsync, ModeDAX} {
 		t.Run(mode.String(), func(t *testing.T) {
-			n := netCount(40)
+			n := netCount(250)
 			acks := 0
 			for i := range n {
 				a, err := netTrace(t, netCase{emulate: mode}, uint64(i))

@@ -181,10 +181,7 @@ func (g *group) drain() {
 func (g *group) endLocked() {
 	if !g.ended {
 		g.ended = true
-		select {
-		case g.wake <- struct{}{}:
-		default:
-		}
+		g.signal()
 	}
 }
 
@@ -202,7 +199,9 @@ func (g *group) clean() bool {
 }
 
 // push queues j for the worker. It never blocks; a full queue fails the
-// flush at once.
+// flush at once. A sink whose persist does nothing (ModeVolatile) has
+// nothing to wait for: if the worker is idle, the job runs here, in its
+// turn, without the hand-off.
 func (g *group) push(j job) {
 	g.mu.Lock()
 	if g.n == len(g.jobs) || g.ended {
@@ -214,28 +213,44 @@ func (g *group) push(j job) {
 		j.fail(err)
 		return
 	}
+	if j.r.s.kind == persistNone && g.n == 0 && !g.running {
+		g.running = true
+		g.mu.Unlock()
+		g.run(&j)
+		g.mu.Lock()
+		g.running = false
+		g.changed.Broadcast()
+		g.mu.Unlock()
+		g.signal()
+		return
+	}
 	g.jobs[(g.head+g.n)%len(g.jobs)] = j
 	g.n++
 	g.mu.Unlock()
+	g.signal()
+}
+
+func (g *group) signal() {
 	select {
 	case g.wake <- struct{}{}:
 	default:
 	}
 }
 
-// work runs the queued jobs in order until the group ends.
+// work runs the queued jobs in order, one at a time, until the group
+// ends.
 func (g *group) work() {
 	for {
 		g.mu.Lock()
-		for g.n == 0 && !g.ended {
+		for g.n == 0 || g.running {
+			if g.ended && g.n == 0 && !g.running {
+				g.changed.Broadcast()
+				g.mu.Unlock()
+				return
+			}
 			g.mu.Unlock()
 			<-g.wake
 			g.mu.Lock()
-		}
-		if g.n == 0 {
-			g.changed.Broadcast()
-			g.mu.Unlock()
-			return
 		}
 		j := g.jobs[g.head]
 		g.jobs[g.head] = job{}

@@ -44,25 +44,24 @@ func WithStaging(n int) InitiatorOption { return func(c *initConfig) { c.staging
 // WithDevice creates the initiator's protection domain on d.
 func WithDevice(d *conn.Device) InitiatorOption { return func(c *initConfig) { c.device = d } }
 
-// FlushOption adjusts one Flush.
-type FlushOption func(*flushConfig)
-
-type flushConfig struct {
+// FlushOption adjusts one Flush. It is a plain value, so that passing one
+// does not allocate.
+type FlushOption struct {
 	method  Method
 	require bool
 	whole   bool
 }
 
 // UseMethod makes the flush use m instead of the best method.
-func UseMethod(m Method) FlushOption { return func(c *flushConfig) { c.method = m } }
+func UseMethod(m Method) FlushOption { return FlushOption{method: m} }
 
 // RequirePersistent makes a flush that did not get the target's word that
 // the bytes are persistent fail with ErrNotPersistent.
-func RequirePersistent() FlushOption { return func(c *flushConfig) { c.require = true } }
+func RequirePersistent() FlushOption { return FlushOption{require: true} }
 
 // WholeRegion makes the flush cover the whole region; its offset and
 // length are ignored.
-func WholeRegion() FlushOption { return func(c *flushConfig) { c.whole = true } }
+func WholeRegion() FlushOption { return FlushOption{whole: true} }
 
 // The initiator's queues.
 const (
@@ -282,9 +281,13 @@ func (in *Initiator) Read(ctx context.Context, off uint64, p []byte) error {
 // at off) and covers everything the connection wrote before it; a GPSPM
 // flush covers the whole range, whoever wrote it.
 func (in *Initiator) Flush(ctx context.Context, off, n uint64, opts ...FlushOption) (FlushResult, error) {
-	fc := flushConfig{method: in.Method()}
+	fc := FlushOption{method: in.Method()}
 	for _, o := range opts {
-		o(&fc)
+		if o.method != MethodAuto {
+			fc.method = o.method
+		}
+		fc.require = fc.require || o.require
+		fc.whole = fc.whole || o.whole
 	}
 	if fc.whole {
 		off, n = 0, in.remote.Size
@@ -467,8 +470,7 @@ func (in *Initiator) reap(ctx context.Context) error {
 	for i := range in.wcs[:n] {
 		wc := &in.wcs[i]
 		err := wc.Err()
-		var fe *conn.FlushError
-		if err != nil && !(wc.Op == conn.WCFlush && errors.As(err, &fe)) {
+		if err != nil && !isFlushFailure(wc.Op, err) {
 			// The connection has failed; a failed persist at the
 			// target (a FlushError) is the flush's own outcome.
 			in.err = err
@@ -495,4 +497,9 @@ func (in *Initiator) reap(ctx context.Context) error {
 		in.pN--
 	}
 	return nil
+}
+
+func isFlushFailure(op conn.WCOpcode, err error) bool {
+	var fe *conn.FlushError
+	return op == conn.WCFlush && errors.As(err, &fe)
 }

@@ -4,10 +4,12 @@ package pmemsink
 
 import (
 	"bytes"
+	"context"
 	"math/rand/v2"
 	"os"
 	"testing"
 
+	"github.com/iwarp-go/iwarp-go/conn"
 	"github.com/iwarp-go/iwarp-go/rpma"
 	"github.com/stretchr/testify/require"
 )
@@ -79,4 +81,24 @@ func TestRemote_EveryMethod(t *testing.T) {
 			require.Positive(t, st.Persists)
 		})
 	}
+}
+
+// Dial fails clearly toward nothing listening and toward an iWARP peer
+// that sends no region descriptor.
+func TestRemote_DialFailures(t *testing.T) {
+	_, err := Dial(tctx(t), "tcp", closedPort(t))
+	require.Error(t, err)
+
+	ln, err := conn.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	qp, err := conn.NewPD().NewQP(conn.NewCQ(8), conn.QPCaps{})
+	require.NoError(t, err)
+	defer qp.Close()
+	accepted := make(chan error, 1)
+	go func() { accepted <- ln.Accept(context.Background(), qp) }()
+	_, err = Dial(tctx(t), "tcp", ln.Addr().String())
+	require.ErrorIs(t, err, rpma.ErrMalformed)
+	require.ErrorContains(t, err, "sent no region descriptor")
+	require.NoError(t, <-accepted)
 }

@@ -7,6 +7,9 @@
 # each phase (bandwidth, then latency) running for D; the table shows the
 # medians and, in brackets, the smallest and largest value of the runs.
 #
+# Then scripts/bench-durable.sh adds the durable-write rows of package pmemsink
+# (COUNT and BENCHTIME set its repeats and per-benchmark time).
+#
 #   REPEAT=5 DURATION=500ms OUT=docs/performance.md ./scripts/bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -129,3 +132,5 @@ else
 	} >"$OUT"
 fi
 cat "$section"
+
+OUT="$OUT" ./scripts/bench-durable.sh
