@@ -23,7 +23,7 @@ func runSink(ctx context.Context, args []string, std stdio) error {
 	var size, mode string
 	cfg := sinkpeer.SinkConfig{Out: std.out}
 	f := newFlags("sink", std, func(w io.Writer) {
-		fmt.Fprintln(w, "usage: iwarp-peer sink [-a ADDR] [-p PORT] --file PATH [--size BYTES] [--mode auto|dax|msync|volatile] [--read-only]")
+		fmt.Fprintln(w, "usage: iwarp-peer sink [-a ADDR] [-p PORT] --file PATH [--size BYTES] [--mode auto|dax|msync|volatile] [--read-only] [--data-offset N]")
 		fmt.Fprintln(w, "Serves a file as remote persistent memory until interrupted; each connection gets its own registration and librpma's descriptor in the MPA Reply.")
 	}, true)
 	peerFlags(f, &p, "`address` to listen on (default every address)")
@@ -31,6 +31,7 @@ func runSink(ctx context.Context, args []string, std stdio) error {
 	f.StringVar(&size, "size", "0", "region `size` (k/m/g suffixes; 0: the file's size); a larger size extends the file")
 	f.StringVar(&mode, "mode", "auto", "persistence `mode`: auto, dax, msync or volatile")
 	f.BoolVar(&cfg.ReadOnly, "read-only", false, "peers may only read the region")
+	dataOff := f.Uint("data-offset", 0, "data_offset in librpma's descriptor: where its example clients put their data (8-aligned)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -47,7 +48,10 @@ func runSink(ctx context.Context, args []string, std stdio) error {
 	if cfg.Mode, err = pmemsink.ParseMode(mode); err != nil {
 		return f.bad("--mode: %v", err)
 	}
-	cfg.Addr, cfg.Port, cfg.Size = p.Addr, p.Port, int64(n)
+	if *dataOff > 1<<16-8 || *dataOff%8 != 0 {
+		return f.bad("--data-offset %d: want an 8-aligned offset below 65536", *dataOff)
+	}
+	cfg.Addr, cfg.Port, cfg.Size, cfg.DataOffset = p.Addr, p.Port, int64(n), uint16(*dataOff)
 	if cfg.Port == 0 {
 		cfg.Ready = func(a net.Addr) { fmt.Fprintf(std.out, "listening on port %d\n", a.(*net.TCPAddr).Port) }
 	}

@@ -184,3 +184,41 @@ func TestSink_ModeRefused(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, errb, "--file is required")
 }
+
+// put and get from the command line against a sink process: get writes
+// exactly the bytes put, and nothing else, on stdout.
+func TestSink_PutGetCommands(t *testing.T) {
+	dir := t.TempDir()
+	p := startSink(t, "--file", filepath.Join(dir, "sink"), "--size", "1m", "--data-offset", "64")
+	data := make([]byte, 100000)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	src := filepath.Join(dir, "src")
+	require.NoError(t, os.WriteFile(src, data, 0o600))
+	port := strconv.Itoa(p.port)
+	ctx := context.Background()
+	for _, m := range []string{"auto", "gpspm", "read"} {
+		code, out, errb := runCmd(ctx, "put", "-a", "127.0.0.1", "-p", port, "--offset", "4099", "--method", m, src)
+		require.Equal(t, 0, code, errb)
+		require.Empty(t, out)
+		require.Regexp(t, `^put: 97\.7 KiB at offset 4099 of a 1 MiB region \(STag 0x[0-9a-f]{8}\): (flush-extension|gpspm|read-after-write), persistent; durable .* after the first write`, errb)
+	}
+	code, out, errb := runCmd(ctx, "get", "-a", "127.0.0.1", "-p", port, "--offset", "4099", "--length", "100000")
+	require.Equal(t, 0, code, errb)
+	require.True(t, bytes.Equal(data, []byte(out)), "exactly the bytes on stdout")
+	require.Contains(t, errb, "get: 97.7 KiB at offset 4099")
+
+	code, _, errb = runCmd(ctx, "get", "-a", "127.0.0.1", "-p", port, "--offset", "1048570", "--length", "7")
+	require.Equal(t, 1, code)
+	require.Contains(t, errb, "outside the sink's 1048576-byte region")
+	code, _, errb = runCmd(ctx, "put", "-a", "127.0.0.1", "-p", port, filepath.Join(dir, "no-such-file"))
+	require.Equal(t, 1, code)
+	require.Contains(t, errb, "no-such-file")
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, p.wait())
+	out2 := strings.Join(p.output(), "\n")
+	require.Contains(t, out2, "usage 0x39")
+	require.Regexp(t, `conn \d closed: 97\.7 KiB written in \d+ placements, 1 persists`, out2)
+}

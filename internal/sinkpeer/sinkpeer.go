@@ -32,6 +32,9 @@ type SinkConfig struct {
 	Mode pmemsink.Mode
 	// ReadOnly serves the region for RDMA Reads only.
 	ReadOnly bool
+	// DataOffset is the data_offset of librpma's descriptor blob: where its
+	// example clients put their data (8-aligned).
+	DataOffset uint16
 	// Out receives the account of the run: the sink, each connection,
 	// the final line.
 	Out   io.Writer
@@ -61,11 +64,12 @@ func Serve(ctx context.Context, cfg SinkConfig) error {
 	var stopping atomic.Bool
 	var conns, written, persists atomic.Uint64
 	srv, err := pmemsink.NewServer(s, pmemsink.ServerConfig{
-		ReadOnly: cfg.ReadOnly,
+		ReadOnly:   cfg.ReadOnly,
+		DataOffset: cfg.DataOffset,
 		Accepted: func(c *pmemsink.ServerConn) {
 			conns.Add(1)
 			mr := c.Registration().MR()
-			cd, _ := c.Registration().CommonData(0)
+			cd, _ := c.Registration().CommonData(cfg.DataOffset)
 			say("conn %d from %v: STag %#08x, %s region at TO %#x, usage %#02x (%v), direct_write_to_pmem %d",
 				c.ID(), c.RemoteAddr(), uint32(mr.STag()), units.Bytes(int64(mr.Len())), mr.Remote(0).TO,
 				uint8(cd.MR.Usage), cd.MR.Usage, b2i(cd.PeerCfg.DirectWriteToPmem))
@@ -75,7 +79,7 @@ func Serve(ctx context.Context, cfg SinkConfig) error {
 			written.Add(st.BytesWritten)
 			persists.Add(st.Persists)
 			if !stopping.Load() {
-				say("conn %d closed: %s written in %d writes, %d persists (%d GPSPM requests); %v",
+				say("conn %d closed: %s written in %d placements, %d persists (%d GPSPM requests); %v",
 					c.ID(), units.Bytes(int64(st.BytesWritten)), st.Writes, st.Persists, st.GPSPM, ended(c.Err()))
 			}
 		},

@@ -112,7 +112,7 @@ func TestServePutGet(t *testing.T) {
 	require.Contains(t, out.String(), "conn 1 from 127.0.0.1:")
 	require.Regexp(t, `STag 0x[0-9a-f]{8}, 4 MiB region`, out.String())
 	require.Regexp(t, `usage 0x39 \(READ_SRC\|WRITE_DST\|FLUSH_TYPE_VISIBILITY\|FLUSH_TYPE_PERSISTENT\), direct_write_to_pmem 1`, out.String())
-	require.Regexp(t, `conn 1 closed: [0-9.]+ [KM]iB written in \d+ writes, \d+ persists`, out.String())
+	require.Regexp(t, `conn 1 closed: [0-9.]+ [KM]iB written in \d+ placements, \d+ persists`, out.String())
 	require.Regexp(t, `^sink: stopped \(context canceled\): 9 connections, [0-9.]+ MiB written, \d+ persists; region persisted \(msync\)$`, lines[len(lines)-1])
 }
 
