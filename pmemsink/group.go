@@ -216,11 +216,7 @@ func (g *group) push(j job) {
 	if j.r.s.kind == persistNone && g.n == 0 && !g.running {
 		g.running = true
 		g.mu.Unlock()
-		g.run(&j)
-		g.mu.Lock()
-		g.running = false
-		g.changed.Broadcast()
-		g.mu.Unlock()
+		g.runClaimed(&j)
 		g.signal()
 		return
 	}
@@ -258,14 +254,17 @@ func (g *group) work() {
 		g.n--
 		g.running = true
 		g.mu.Unlock()
-
-		g.run(&j)
-
-		g.mu.Lock()
-		g.running = false
-		g.changed.Broadcast()
-		g.mu.Unlock()
+		g.runClaimed(&j)
 	}
+}
+
+// runClaimed runs j, for which the caller set running, and clears it.
+func (g *group) runClaimed(j *job) {
+	g.run(j)
+	g.mu.Lock()
+	g.running = false
+	g.changed.Broadcast()
+	g.mu.Unlock()
 }
 
 // run persists what j needs, then acknowledges it (or fails it).

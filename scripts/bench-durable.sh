@@ -140,19 +140,7 @@ section="$tmp/section.md"
 	echo "<!-- durable:end -->"
 } >"$section"
 
-if [[ -f $OUT ]] && grep -q '<!-- durable:begin' "$OUT"; then
-	awk -v sec="$section" '
-		/<!-- durable:begin/ { while ((getline line < sec) > 0) print line; skip = 1; next }
-		/<!-- durable:end -->/ { skip = 0; next }
-		!skip { print }
-	' "$OUT" >"$tmp/out.md"
-	cp "$tmp/out.md" "$OUT"
-else
-	{
-		echo
-		echo "## Durable writes into a pmemsink region"
-		echo
-		cat "$section"
-	} >>"$OUT"
-fi
+# shellcheck source=scripts/section.sh
+. scripts/section.sh
+write_section "$OUT" durable "$section" "## Durable writes into a pmemsink region"
 cat "$section"

@@ -117,20 +117,9 @@ section="$tmp/section.md"
 	echo "<!-- bench:end -->"
 } >"$section"
 
-if [[ -f $OUT ]] && grep -q '<!-- bench:begin' "$OUT"; then
-	awk -v sec="$section" '
-		/<!-- bench:begin/ { while ((getline line < sec) > 0) print line; skip = 1; next }
-		/<!-- bench:end -->/ { skip = 0; next }
-		!skip { print }
-	' "$OUT" >"$tmp/out.md"
-	cp "$tmp/out.md" "$OUT"
-else
-	{
-		echo "# Performance"
-		echo
-		cat "$section"
-	} >"$OUT"
-fi
+# shellcheck source=scripts/section.sh
+. scripts/section.sh
+write_section "$OUT" bench "$section" "# Performance"
 cat "$section"
 
 OUT="$OUT" ./scripts/bench-durable.sh

@@ -10,10 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/iwarp-go/iwarp-go/pmemsink"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -21,29 +21,11 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// syncBuffer is an io.Writer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // serveT runs Serve on a free loopback port until the test ends and
 // returns the port and the server's output.
-func serveT(t *testing.T, cfg SinkConfig) (int, *syncBuffer, func() error) {
+func serveT(t *testing.T, cfg SinkConfig) (int, *testutil.Buffer, func() error) {
 	t.Helper()
-	out := &syncBuffer{}
+	out := &testutil.Buffer{}
 	cfg.Addr, cfg.Port, cfg.Out = "127.0.0.1", 0, out
 	ready := make(chan int, 1)
 	cfg.Ready = func(a net.Addr) { ready <- a.(*net.TCPAddr).Port }
