@@ -83,7 +83,9 @@ const (
 // Write and Read move bytes through a registered staging buffer; Flush
 // asks the target to make what this connection wrote durable, by the best
 // method the target supports, and says which and what it promises. An
-// Initiator is not safe for concurrent use.
+// Initiator is not safe for concurrent use. A Read or Flush that its
+// context interrupts while work is in flight leaves the Initiator failed:
+// every later call returns that error.
 type Initiator struct {
 	cfg    initConfig
 	pd     *conn.PD
@@ -108,6 +110,7 @@ type Initiator struct {
 	recvLen      int
 	recvGot      bool
 	gpspmCtx     uint64
+	gpspmOut     bool // a GPSPM request waits for its response
 	err          error // the connection failed: every later call fails
 	wcs          [16]conn.WorkCompletion
 	sge, rsge    [1]conn.SGE
@@ -253,6 +256,7 @@ func (in *Initiator) Read(ctx context.Context, off uint64, p []byte) error {
 	}
 	in.readDst = p
 	defer func() { in.readDst = nil }()
+	defer in.interrupted(ctx)
 	var last uint64
 	for done := 0; done < len(p); {
 		n := min(len(p)-done, in.maxChunk)
@@ -295,6 +299,7 @@ func (in *Initiator) Flush(ctx context.Context, off, n uint64, opts ...FlushOpti
 	if err := in.remote.check(off, n); err != nil {
 		return FlushResult{}, err
 	}
+	defer in.interrupted(ctx)
 	res := FlushResult{Method: fc.method, Guarantee: Placed}
 	var err error
 	switch fc.method {
@@ -330,6 +335,18 @@ func (in *Initiator) Flush(ctx context.Context, off, n uint64, opts ...FlushOpti
 	}
 	return res, nil
 }
+
+// interrupted fails the initiator for good when ctx ended a Read or a
+// Flush while it waited: its work is still in flight, and its answer would
+// arrive into the next call.
+func (in *Initiator) interrupted(ctx context.Context) {
+	if in.err == nil && ctx.Err() != nil && (in.pN > 0 || in.recvPending()) {
+		in.err = fmt.Errorf("pmemsink: initiator unusable: a read or flush was interrupted with work in flight: %w", context.Cause(ctx))
+	}
+}
+
+// recvPending reports whether a GPSPM response may still arrive.
+func (in *Initiator) recvPending() bool { return in.gpspmOut }
 
 // flushRead is librpma 1.2's rpma_flush: an 8-byte RDMA Read at the
 // flushed offset (moved back to fit a region's end).
@@ -367,6 +384,7 @@ func (in *Initiator) flushGPSPM(ctx context.Context, off, n uint64) error {
 	if err != nil {
 		return err
 	}
+	in.gpspmOut = true
 	// The send buffer is reused by the next request: wait for the Send's
 	// completion too.
 	for !in.recvGot || in.done < id {
@@ -374,7 +392,7 @@ func (in *Initiator) flushGPSPM(ctx context.Context, off, n uint64) error {
 			return err
 		}
 	}
-	in.recvGot = false
+	in.recvGot, in.gpspmOut = false, false
 	resp, err := rpma.ParseFlushResponse(b[msgRecv : msgRecv+in.recvLen])
 	if err == nil && resp.OpContext != req.OpContext {
 		err = fmt.Errorf("pmemsink: GPSPM response for op_context %d, want %d", resp.OpContext, req.OpContext)

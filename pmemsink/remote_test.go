@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/iwarp-go/iwarp-go/conn"
 	"github.com/iwarp-go/iwarp-go/rpma"
@@ -101,4 +102,23 @@ func TestRemote_DialFailures(t *testing.T) {
 	require.ErrorIs(t, err, rpma.ErrMalformed)
 	require.ErrorContains(t, err, "sent no region descriptor")
 	require.NoError(t, <-accepted)
+}
+
+// A flush its context interrupts leaves the initiator failed rather than
+// let the late answer land in the next call.
+func TestRemote_InterruptedFlushFailsTheInitiator(t *testing.T) {
+	g := &gateShadow{gate: make(chan struct{})}
+	s := gatedSink(t, g, 4)
+	x := serve(t, s, ServerConfig{})
+	in := dialT(t, x.addr(), WithGPSPM())
+	ctx := tctx(t)
+	require.NoError(t, in.Write(ctx, 0, []byte("held")))
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	_, err := in.Flush(short, 0, 4, UseMethod(MethodGPSPM))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	close(g.gate) // the persist finishes; its answer arrives late
+	_, err = in.Flush(ctx, 0, 4)
+	require.ErrorContains(t, err, "initiator unusable")
+	require.ErrorIs(t, in.Read(ctx, 0, make([]byte, 4)), context.DeadlineExceeded)
 }
