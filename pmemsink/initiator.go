@@ -110,7 +110,7 @@ type Initiator struct {
 	recvLen      int
 	recvGot      bool
 	gpspmCtx     uint64
-	gpspmOut     bool // a GPSPM request waits for its response
+	gpspmOut     bool  // a GPSPM request waits for its response
 	err          error // the connection failed: every later call fails
 	wcs          [16]conn.WorkCompletion
 	sge, rsge    [1]conn.SGE
