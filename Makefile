@@ -62,9 +62,11 @@ fuzz-short:
 fuzz:
 	./scripts/fuzz.sh --each $(FUZZTIME)
 
-# iwarp-go beside raw Go TCP on loopback, written into docs/performance.md;
+# iwarp-go beside raw Go TCP on loopback, and durable writes into a pmemsink
+# region beside the same work done locally, written into docs/performance.md;
 # REPEAT (runs per row, default 5) and DURATION (per phase, default 500ms)
-# may be set: make bench REPEAT=9 DURATION=2s
+# may be set: make bench REPEAT=9 DURATION=2s; COUNT and BENCHTIME for the
+# durable-write rows (default 3 and 200ms).
 bench:
 	./scripts/bench.sh
 

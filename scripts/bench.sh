@@ -15,6 +15,9 @@
 #     time per round trip; then between two processes;
 #   - scale: conn's BenchmarkScale1000QPs and BenchmarkScale10000QPs.
 #
+# Then scripts/bench-durable.sh adds the durable-write rows of package pmemsink
+# (COUNT and BENCHTIME set its repeats and per-benchmark time).
+#
 #   REPEAT=5 DURATION=500ms LAT_ITERS=20000 QPS="1 4 16 64 256" SCALE=1 \
 #     OUT=docs/performance.md ./scripts/bench.sh
 set -euo pipefail
@@ -352,18 +355,9 @@ section="$tmp/section.md"
 	echo "<!-- bench:end -->"
 } >"$section"
 
-if [[ -f $OUT ]] && grep -q '<!-- bench:begin' "$OUT"; then
-	awk -v sec="$section" '
-		/<!-- bench:begin/ { while ((getline line < sec) > 0) print line; skip = 1; next }
-		/<!-- bench:end -->/ { skip = 0; next }
-		!skip { print }
-	' "$OUT" >"$tmp/out.md"
-	cp "$tmp/out.md" "$OUT"
-else
-	{
-		echo "# Performance"
-		echo
-		cat "$section"
-	} >"$OUT"
-fi
+# shellcheck source=scripts/section.sh
+. scripts/section.sh
+write_section "$OUT" bench "$section" "# Performance"
 cat "$section"
+
+OUT="$OUT" ./scripts/bench-durable.sh

@@ -29,7 +29,17 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(run(context.Background(), args, stdio{os.Stdout, os.Stderr}))
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(cleanupM{m})
+}
+
+// cleanupM removes what the tests left for each other (the iwarp-peer
+// binary some run) once all have run.
+type cleanupM struct{ *testing.M }
+
+func (c cleanupM) Run() int {
+	code := c.M.Run()
+	removeBinary()
+	return code
 }
 
 // otherProcessEnv holds the command line otherProcess runs, in JSON.

@@ -105,6 +105,14 @@ func countsRun(t *testing.T, maddr string, want traffic, client ...string) (stdo
 	setup := k("iwarp_setup_seconds_total")
 	require.Positive(t, d[setup])
 	delete(d, setup)
+	for key, v := range d {
+		// Opcodes beyond the defined ones are reported once they occur:
+		// other tests of this process (the Flush extension's) may have
+		// made them appear, which this run did not add to.
+		if v == 0 && strings.Contains(key, `opcode="0x`) {
+			delete(d, key)
+		}
+	}
 	require.Equal(t, want.series(), d)
 	return out
 }
