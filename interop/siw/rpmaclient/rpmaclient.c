@@ -42,7 +42,7 @@
 #define DESCRIPTORS_MAX 24
 #define COMMON_DATA_LEN (4 + DESCRIPTORS_MAX)
 #define MAX_WORDS 64
-#define DEFAULT_PORT "7176"
+#define DEFAULT_PORT "7204" /* iwarp-peer sink's */
 
 enum seq { SEQ_WRITE_READ, SEQ_WRITE_FLUSH, SEQ_LOG, SEQ_GPSPM, NSEQ };
 static const char *seq_names[NSEQ] = { "write-read", "write-flush", "log", "gpspm" };

@@ -28,7 +28,7 @@ var programs = []Program{
 	{"ib_send_lat", 18515, perftestStyle, "perftest Send latency"},
 	{"ibv_devinfo", 0, nil, "the siw device as libibverbs sees it"},
 	{"ibv_devices", 0, nil, "the RDMA devices"},
-	{"rpmaclient", 7176, rdmaCoreStyle("sa:p:o:d:x:w:f:t:n:vh"), "librpma 1.2's example clients replayed (-a ADDR -o SEQ; -s: librpma server)"},
+	{"rpmaclient", 7204, rdmaCoreStyle("sa:p:o:d:x:w:f:t:n:vh"), "librpma 1.2's example clients replayed (-a ADDR -o SEQ; -s: librpma server)"},
 }
 
 // shellCommand is the command that gives an interactive guest.
