@@ -215,26 +215,25 @@ build_userspace() {
   rm -rf "$UROOT" && mv "$UROOT.tmp" "$UROOT"
 }
 
-build_cprog() {
-  local ckey
-  ckey=$( (cat "$HERE"/cprog/*.c "$HERE"/cprog/Makefile; echo "$UROOT") | hash_of)
-  CPROG=$LAB/cprog/$ckey/iwtest
-  [ -x "$CPROG" ] && return 0
-  log "building the C test program"
-  mkdir -p "$(dirname "$CPROG")"
-  make -s -C "$HERE/cprog" SYSROOT="$UROOT" OUT="$CPROG.tmp" >&2 || die "C test program build failed"
-  mv "$CPROG.tmp" "$CPROG"
+# Builds the C program of folder $1 (its *.c and Makefile, against the
+# userspace tree) into the cache unless there; prints its path.
+build_c() {
+  local dir=$1 name=$2 key out
+  key=$( (cat "$HERE/$dir"/*.c "$HERE/$dir/Makefile" "$HERE/cprog/sysroot.mk"; echo "$UROOT") | hash_of)
+  out=$LAB/$dir/$key/$name
+  if [ ! -x "$out" ]; then
+    log "building $name"
+    mkdir -p "$(dirname "$out")"
+    make -s -C "$HERE/$dir" SYSROOT="$UROOT" OUT="$out.tmp" >&2 || die "$name build failed"
+    mv "$out.tmp" "$out"
+  fi
+  printf '%s\n' "$out"
 }
 
-build_rpmaclient() {
-  local rkey
-  rkey=$( (cat "$HERE"/rpmaclient/*.c "$HERE"/rpmaclient/Makefile; echo "$UROOT") | hash_of)
-  RPMACLIENT=$LAB/rpmaclient/$rkey/rpmaclient
-  [ -x "$RPMACLIENT" ] && return 0
-  log "building the librpma client"
-  mkdir -p "$(dirname "$RPMACLIENT")"
-  make -s -C "$HERE/rpmaclient" SYSROOT="$UROOT" OUT="$RPMACLIENT.tmp" >&2 || die "librpma client build failed"
-  mv "$RPMACLIENT.tmp" "$RPMACLIENT"
+# The C test program and the librpma client.
+build_cprogs() {
+  CPROG=$(build_c cprog iwtest)
+  RPMACLIENT=$(build_c rpmaclient rpmaclient)
 }
 
 build_agent() {
@@ -381,8 +380,7 @@ main() {
   resolve_kernel
   build_kernel
   build_userspace
-  build_cprog
-  build_rpmaclient
+  build_cprogs
   build_agent
   build_initramfs
   write_env
