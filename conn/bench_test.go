@@ -198,6 +198,7 @@ func BenchmarkPingPong(b *testing.B) {
 	wcs := make([]WorkCompletion, 4)
 	b.ReportAllocs()
 	b.ResetTimer()
+	sw := switches()
 	for i := 0; i < b.N; i++ {
 		if err := client.qp.PostSend(SendWR{Op: OpSend, SGL: csgl}); err != nil {
 			b.Fatal(err)
@@ -215,6 +216,7 @@ func BenchmarkPingPong(b *testing.B) {
 			}
 		}
 	}
+	reportSwitches(b, sw)
 	b.StopTimer()
 	client.qp.Close()
 	server.qp.Close()
@@ -323,6 +325,7 @@ func BenchmarkRawTCPPingPong(b *testing.B) {
 	buf := make([]byte, 8)
 	b.ReportAllocs()
 	b.ResetTimer()
+	sw := switches()
 	for i := 0; i < b.N; i++ {
 		if _, err := c.Write(buf); err != nil {
 			b.Fatal(err)
@@ -331,4 +334,5 @@ func BenchmarkRawTCPPingPong(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	reportSwitches(b, sw)
 }

@@ -78,6 +78,15 @@ type engine struct {
 	// holds a remote reference on it), published for revokeRemote.
 	placing atomic.Pointer[stag.Region]
 
+	// Receiving in CQ.Wait (waitrx.go).
+	pokeMu   sync.Mutex
+	awaiting bool          // the receive token holder waits between FPDUs
+	poked    bool          // a deadline cut that wait short
+	lastWait atomic.Int64  // nanotime a CQ.Wait last received for this connection
+	standBy  *time.Timer   // the receiver goroutine's pause while waiters receive
+	resume   chan struct{} // capacity 1: a waiter handed the socket back
+	waitRx   atomic.Int64  // FPDUs CQ.Wait received (tests look)
+
 	log   *slog.Logger          // nil: no tracing
 	onEnd func(net.Addr, error) // the listener that accepted it, told at the end
 	idle  time.Duration         // WithIdleTimeout; 0: never
@@ -94,6 +103,7 @@ func newEngine(qp *QP, c net.Conn, res *mpa.Result, cfg *config, peer peerInfo) 
 		peerIsGo: peerIsGo,
 		flushExt: peer.flush(),
 		drained:  make(chan struct{}),
+		resume:   make(chan struct{}, 1),
 	}
 	e.mulpdu = mulpduFor(c, cfg, peerIsGo, res.SendMarkers)
 	e.rx.init(c, res, e.flushExt)
@@ -167,6 +177,8 @@ func (e *engine) start() {
 			slog.String("role", r.Role.String()), slog.Bool("crc", r.CRC), slog.Bool("iwarp_go_peer", e.peerIsGo),
 			slog.Int("ird", e.irq.limit), slog.Int("ord", e.orq.limit), slog.Int("mulpdu", e.mulpdu))
 	}
+	e.qp.scq.attach(e)
+	e.qp.rcq.attach(e)
 	go e.transmitter()
 	go e.receiver()
 }
@@ -384,6 +396,8 @@ func (e *engine) finish() {
 	// Everything that reports the end happens before the queue pair is
 	// closed, so that whoever waited for Close sees it done.
 	qp.stats.closed.Add(1)
+	qp.scq.detach(e)
+	qp.rcq.detach(e)
 	qp.pd.untrack(e)
 	qp.pd.dev.closedQP(qp)
 	if e.log != nil {

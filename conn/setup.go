@@ -244,6 +244,7 @@ func (qp *QP) setupFailed(err error) error {
 		}
 	}
 	qp.setupConn, qp.setupCancel = nil, nil
+	qp.pd.dev.failedQP(qp)
 	qp.setState(stateError, cause)
 	qp.flushLocked(cause)
 	qp.setState(stateClosed, cause)

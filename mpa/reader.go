@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"os"
 	"sync"
 
 	"github.com/iwarp-go/iwarp-go/termcode"
@@ -156,6 +157,52 @@ func (r *Reader) Next() (int, error) {
 	}
 	r.inFPDU, r.ulpdu, r.remain = true, n, n
 	return n, nil
+}
+
+// Idle reports whether the Reader stands between FPDUs with nothing
+// buffered: the next call waits for the peer.
+func (r *Reader) Idle() bool { return !r.inFPDU && r.rp == r.wp }
+
+// AwaitFPDU waits, between FPDUs, until the next FPDU is entirely in the
+// buffer, so that reading it does not wait for the peer, and reports true.
+// It reports false, having waited for no more than the length field, when
+// that FPDU is longer than limit bytes on the wire or than the buffer, and
+// at once when markers are on: the caller then reads the FPDU the usual
+// way, its payload straight into place. A read deadline that ends the wait returns
+// os.ErrDeadlineExceeded (wrapped) and changes nothing — what arrived stays
+// buffered and the next call goes on from there — so a caller may
+// interrupt a Reader waiting between FPDUs, which a deadline in the middle
+// of an FPDU (the stream is then broken) does not allow.
+func (r *Reader) AwaitFPDU(limit int) (bool, error) {
+	if r.broken != nil {
+		return false, r.broken
+	}
+	if r.inFPDU {
+		return false, fmt.Errorf("%w: AwaitFPDU inside an FPDU", ErrState)
+	}
+	if r.cfg.Markers {
+		return false, nil
+	}
+	if err := r.fill(lengthLen, true); err != nil {
+		return false, err
+	}
+	n := FPDULen(int(binary.BigEndian.Uint16(r.buf[r.rp:])))
+	if n > limit || n > len(r.buf) {
+		return false, nil
+	}
+	if err := r.fill(n, true); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Whole reports whether the next FPDU is entirely in the buffer: whether
+// AwaitFPDU would report true without reading.
+func (r *Reader) Whole() bool {
+	if r.inFPDU || r.cfg.Markers || r.wp-r.rp < lengthLen {
+		return false
+	}
+	return r.wp-r.rp >= FPDULen(int(binary.BigEndian.Uint16(r.buf[r.rp:])))
 }
 
 // Remaining returns the ULPDU bytes of the current FPDU not yet consumed.
@@ -379,6 +426,9 @@ func (r *Reader) fill(n int, atStart bool) error {
 			// arrives.
 			r.releaseBuffer()
 			if err := r.awaitIdle(); err != nil {
+				if atStart && errors.Is(err, os.ErrDeadlineExceeded) {
+					return fmt.Errorf("mpa: waiting for an FPDU: %w", err)
+				}
 				r.ioErr = err
 			}
 			continue
@@ -404,6 +454,11 @@ func (r *Reader) fill(n int, atStart bool) error {
 		}
 		r.wp += got
 		if err != nil {
+			if atStart && errors.Is(err, os.ErrDeadlineExceeded) {
+				// Before an FPDU is begun a deadline loses nothing: what
+				// arrived stays buffered and the next call goes on.
+				return fmt.Errorf("mpa: waiting for an FPDU: %w", err)
+			}
 			r.ioErr = err
 		}
 	}

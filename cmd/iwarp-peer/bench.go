@@ -35,6 +35,8 @@ type benchFlags struct {
 	addr                       string
 	port                       int
 	cpuProfile                 string
+	metrics                    *metricsFlag
+	limits                     *limitsFlag
 }
 
 func parseBench(args []string, std stdio) (*bench.Config, *benchFlags, error) {
@@ -58,6 +60,8 @@ func parseBench(args []string, std stdio) (*bench.Config, *benchFlags, error) {
 	f.IntVar(&cfg.Repeat, "repeat", 1, "run everything this many times and report medians and spread")
 	f.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `file` (go tool pprof)")
 	f.BoolVar(&cfg.CompareTCP, "compare-tcp", false, "also run the same phases over raw Go TCP (with --loopback)")
+	b.metrics = f.metrics()
+	b.limits = f.limits()
 	if err := f.parse(args); err != nil {
 		return nil, nil, err
 	}
@@ -133,16 +137,24 @@ func runBench(ctx context.Context, args []string, std stdio) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	srv, err := b.metrics.serve("bench", std)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	cfg.Options = connLog(ctx)
 	if b.server {
 		addr := b.addr
 		if addr == "" {
 			addr = "0.0.0.0"
 		}
-		ln, err := conn.Listen(ctx, "tcp", net.JoinHostPort(addr, strconv.Itoa(b.port)), bench.ConnOptions(cfg.CRC)...)
+		opts := append(append(bench.ConnOptions(cfg.CRC), cfg.Options...), b.limits.options()...)
+		ln, err := conn.Listen(ctx, "tcp", net.JoinHostPort(addr, strconv.Itoa(b.port)), opts...)
 		if err != nil {
 			return err
 		}
 		defer ln.Close()
+		srv.AddListener(ln)
 		fmt.Fprintf(std.err, "bench server listening on %v\n", ln.Addr())
 		if err := bench.Serve(ctx, ln, bench.ServeConfig{Once: b.once, Log: std.err}); err != nil {
 			return err

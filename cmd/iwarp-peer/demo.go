@@ -21,6 +21,6 @@ func runDemo(ctx context.Context, args []string, std stdio) error {
 	if err := f.noArgs(); err != nil {
 		return err
 	}
-	cfg.Out = std.out
+	cfg.Out, cfg.Options = std.out, connLog(ctx)
 	return demo.Run(ctx, cfg)
 }

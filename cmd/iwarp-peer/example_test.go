@@ -9,7 +9,9 @@ import (
 func Example() {
 	run(context.Background(), []string{"-h"}, stdio{os.Stdout, os.Stderr})
 	// Output:
-	// usage: iwarp-peer <command> [arguments]
+	// usage: iwarp-peer [-d] <command> [arguments]
+	//
+	//   -d        trace connections on stderr: setup, Terminates, teardown (log/slog)
 	//
 	//   bench     bandwidth and latency between two iwarp-go peers, beside raw Go TCP
 	//   decode    print the iWARP dissection of a pcap or pcapng capture
@@ -17,6 +19,7 @@ func Example() {
 	//   iwtest    the iwtest RDMA test peer (interop/siw/cprog/PROTOCOL.md), client or server
 	//   mpa-demo  walk through MPA connection setup and FPDU framing over loopback TCP
 	//   rping     rping-compatible client and server (rdma-core's rping over siw)
+	//   stat      a live table of the queue pairs of an iwarp-peer running with --metrics
 	//
 	// Run 'iwarp-peer <command> -h' for a command's flags.
 }

@@ -6,8 +6,10 @@
 //	iwtest    the iwtest RDMA test peer (interop/siw/cprog/PROTOCOL.md), client or server
 //	mpa-demo  walk through MPA connection setup and FPDU framing over loopback TCP
 //	rping     rping-compatible client and server (rdma-core's rping over siw)
+//	stat      a live table of the queue pairs of an iwarp-peer running with --metrics
 //
-// "iwarp-peer COMMAND -h" prints a command's flags. This package holds the
+// "iwarp-peer COMMAND -h" prints a command's flags; "iwarp-peer -d COMMAND"
+// traces every connection (setup, Terminates, teardown) on stderr. This package holds the
 // command lines and their output; the protocols are importable packages
 // (internal/rping, internal/iwtest, internal/bench, internal/demo, package
 // dissect). A command is one entry in the commands table and one file.
@@ -39,6 +41,7 @@ var commands = []command{
 	{"iwtest", "the iwtest RDMA test peer (interop/siw/cprog/PROTOCOL.md), client or server", runIwtest},
 	{"mpa-demo", "walk through MPA connection setup and FPDU framing over loopback TCP", runMPADemo},
 	{"rping", "rping-compatible client and server (rdma-core's rping over siw)", runRping},
+	{"stat", "a live table of the queue pairs of an iwarp-peer running with --metrics", runStat},
 }
 
 // stdio is where a command writes: its results on out, diagnostics on err.
@@ -66,7 +69,9 @@ func reported(err error) error {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: iwarp-peer <command> [arguments]")
+	fmt.Fprintln(w, "usage: iwarp-peer [-d] <command> [arguments]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "  -d        trace connections on stderr: setup, Terminates, teardown (log/slog)")
 	fmt.Fprintln(w)
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
@@ -86,6 +91,12 @@ func lookup(name string) (command, bool) {
 
 // run runs the command line args and returns the exit status.
 func run(ctx context.Context, args []string, std stdio) int {
+	trace := len(args) > 0 && args[0] == "-d"
+	if trace {
+		args = args[1:]
+	}
+	std.err = shared(std.err)
+	ctx = withLog(ctx, std.err, trace)
 	if len(args) == 0 {
 		usage(std.err)
 		return 2

@@ -69,7 +69,7 @@ func openSession(ctx context.Context, cfg *Config, phase Phase, final bool) (*cl
 	}
 	r := c.local.Remote(0)
 	s.Region = Region{TO: r.TO, STag: uint32(r.STag), Len: s.Size}
-	opts := append(ConnOptions(cfg.CRC), conn.WithPrivateData(AppendSession(nil, s)))
+	opts := append(append(ConnOptions(cfg.CRC), cfg.Options...), conn.WithPrivateData(AppendSession(nil, s)))
 	if err := qp.Connect(ctx, "tcp", cfg.Target, opts...); err != nil {
 		return fail(err)
 	}

@@ -40,6 +40,9 @@ type Config struct {
 	Progress io.Writer
 	// Log receives the loopback server's log lines (nil: discarded).
 	Log io.Writer
+	// Options are connection options added to ConnOptions' (a logger,
+	// say), for the client's connections and a loopback server's.
+	Options []conn.Option
 
 	lastRun bool // the run in progress is the last one
 }

@@ -18,7 +18,7 @@ func Run(ctx context.Context, cfg *Config) (Result, error) {
 		cfg.Repeat = 1
 	}
 	if cfg.Loopback {
-		ln, err := conn.Listen(ctx, "tcp", "127.0.0.1:0", ConnOptions(cfg.CRC)...)
+		ln, err := conn.Listen(ctx, "tcp", "127.0.0.1:0", append(ConnOptions(cfg.CRC), cfg.Options...)...)
 		if err != nil {
 			return Result{}, err
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/conn"
@@ -55,6 +56,8 @@ type Config struct {
 	Pcap string
 	// Out receives the demo's account of each step.
 	Out io.Writer
+	// Options are connection options for both ends (a logger, say).
+	Options []conn.Option
 
 	hooks hooks // tests only
 }
@@ -331,7 +334,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}()
 
-	ln, err := conn.Listen(ctx, "tcp", "127.0.0.1:0")
+	ln, err := conn.Listen(ctx, "tcp", "127.0.0.1:0", cfg.Options...)
 	if err != nil {
 		return err
 	}
@@ -369,7 +372,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return fmt.Errorf("%s: %w", step, err)
 	}
 
-	var opts []conn.Option
+	opts := slices.Clone(cfg.Options)
 	if tap != nil {
 		opts = append(opts, conn.WithTap(tap))
 	}
