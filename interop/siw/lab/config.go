@@ -27,7 +27,15 @@ type Config struct {
 	Agent  string // iwlab-agent executable, copied into the share at boot
 
 	QEMU     string // default "qemu-system-x86_64"
-	MemoryMB int    // default 1024
+	MemoryMB int    // the guest's RAM; default 1024
+	// PmemMB, if not 0, gives the guest a legacy persistent-memory range of
+	// this size right above its RAM: QEMU gets MemoryMB+PmemMB+2 MiB of
+	// memory (the firmware's tables take the top) and the kernel
+	// memmap=<PmemMB>M!<MemoryMB>M, which makes the range an e820
+	// type-12 one. Loading nd_e820 and nd_pmem in the guest makes it
+	// /dev/pmem0, which supports DAX. It is emulated RAM: nothing on it
+	// survives the guest.
+	PmemMB int
 	// CPUs defaults to 1: under TCG each vCPU takes a host core, and the
 	// host-side peer needs one.
 	CPUs int

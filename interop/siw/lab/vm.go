@@ -126,11 +126,22 @@ func qemuArgs(cfg Config, mode, share, serial string, fw []Forward) []string {
 		fmt.Fprintf(&nd, ",hostfwd=tcp:127.0.0.1:%d-%s:%d", f.Host, GuestIP, f.Guest)
 	}
 	appendArgs := "console=ttyS0 panic=-1 mitigations=off no_timer_check tsc=unstable loglevel=4 lab=" + mode
+	mem := cfg.MemoryMB
+	if cfg.PmemMB > 0 {
+		// memmap=nn!ss marks the range type 12 in the firmware's memory
+		// map; QEMU must back it with memory, hence the larger -m. The
+		// firmware reserves the top 128 KiB of RAM for its tables, so
+		// the range stops pmemFirmwareMB short of it: a range that
+		// overlaps them is split and, no longer 2 MiB-aligned, cannot be
+		// mapped ("misaligned, unable to map").
+		appendArgs += fmt.Sprintf(" memmap=%dM!%dM", cfg.PmemMB, cfg.MemoryMB)
+		mem += cfg.PmemMB + pmemFirmwareMB
+	}
 	if cfg.ExtraAppend != "" {
 		appendArgs += " " + cfg.ExtraAppend
 	}
 	return []string{
-		"-accel", "tcg", "-cpu", "max", "-smp", fmt.Sprint(cfg.CPUs), "-m", fmt.Sprint(cfg.MemoryMB),
+		"-accel", "tcg", "-cpu", "max", "-smp", fmt.Sprint(cfg.CPUs), "-m", fmt.Sprint(mem),
 		"-kernel", cfg.Kernel, "-initrd", cfg.Initrd, "-append", appendArgs,
 		"-no-reboot", "-nodefaults", "-display", "none", "-vga", "none",
 		"-netdev", nd.String(),
@@ -139,6 +150,10 @@ func qemuArgs(cfg Config, mode, share, serial string, fw []Forward) []string {
 		"-serial", serial,
 	}
 }
+
+// pmemFirmwareMB is the RAM above the pmem range (Config.PmemMB), where
+// SeaBIOS keeps its tables.
+const pmemFirmwareMB = 2
 
 // hostFwdFailure is how QEMU reports a hostfwd rule it cannot bind.
 const hostFwdFailure = "Could not set up host forwarding rule"

@@ -268,3 +268,17 @@ func TestQEMUArgsForwardToTheGuestAddress(t *testing.T) {
 	assert.Contains(t, joined, "-serial mon:stdio")
 	assert.Contains(t, joined, "path=/s,mount_tag=share")
 }
+
+// The pmem range lies right above the guest's RAM, and QEMU backs both.
+func TestQEMUArgsPmemAboveRAM(t *testing.T) {
+	cfg := Config{Kernel: "k", Initrd: "i", MemoryMB: 1024, PmemMB: 256}
+	cfg.defaults()
+	joined := strings.Join(qemuArgs(cfg, "agent", "/s", "file:c", nil), " ")
+	assert.Contains(t, joined, " -m 1282 ", "2 MiB above the range for the firmware's tables")
+	assert.Contains(t, joined, " lab=agent memmap=256M!1024M")
+
+	cfg.PmemMB = 0
+	joined = strings.Join(qemuArgs(cfg, "agent", "/s", "file:c", nil), " ")
+	assert.Contains(t, joined, " -m 1024 ")
+	assert.NotContains(t, joined, "memmap=")
+}

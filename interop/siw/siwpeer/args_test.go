@@ -37,6 +37,8 @@ func TestParseFindsRolePortAndAddresses(t *testing.T) {
 		{"ib_send_lat --size 64 -R localhost", false, 18515, "--size 64 -R 10.0.2.2"},
 		{"ib_write_lat -R -- 127.0.0.1", false, 18515, "-R -- 10.0.2.2"},
 		{"ibv_devinfo -d siw0", false, 0, "-d siw0"},
+		{"rpmaclient -a 127.0.0.1 -o log -w 127.0.0.1", false, 7204, "-a 10.0.2.2 -o log -w 127.0.0.1"},
+		{"rpmaclient -s -a localhost -p 7190 -n 4", true, 7190, "-s -a 10.0.2.15 -p 7190 -n 4"},
 	}
 	for _, c := range cases {
 		t.Run(c.cmd, func(t *testing.T) {

@@ -16,7 +16,7 @@ type Program struct {
 
 // programs is what the image offers besides "shell". A guest program that
 // interop/siw/build.sh puts into the initramfs becomes a command with one
-// line here (the librpma client will be one).
+// line here.
 var programs = []Program{
 	{"rping", 7174, rdmaCoreStyle("a:I:Pp:C:S:t:scvVdq"), "rdma-core's rping: -s server, -c -a ADDR client"},
 	{"iwtest", 7175, iwtestStyle, "the interop suite's RDMA operation tests (-s, or -c -a ADDR)"},
@@ -28,6 +28,7 @@ var programs = []Program{
 	{"ib_send_lat", 18515, perftestStyle, "perftest Send latency"},
 	{"ibv_devinfo", 0, nil, "the siw device as libibverbs sees it"},
 	{"ibv_devices", 0, nil, "the RDMA devices"},
+	{"rpmaclient", 7204, rdmaCoreStyle("sa:p:o:d:x:w:f:t:n:vh"), "librpma 1.2's example clients replayed (-a ADDR -o SEQ; -s: librpma server)"},
 }
 
 // shellCommand is the command that gives an interactive guest.
