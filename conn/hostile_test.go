@@ -689,4 +689,42 @@ func TestHostile_InitiatorSetupTerminates(t *testing.T) {
 	}
 }
 
+// TestHostile_InitiatorTornReplySendsNoTerminate: a Reply that ends in the
+// middle (the responder's half of the stream closed) is a lost connection
+// (RFC 5044 §8 code 1), reported locally: only the RFC 6581 §9.1 and §9.2
+// refusals are sent to the responder as a Terminate. The initiator closes
+// its side without writing anything after its Request.
+func TestHostile_InitiatorTornReplySendsNoTerminate(t *testing.T) {
+	checkLeaks(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	after := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			after <- nil
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(hangLimit))
+		if _, err := mpa.ReadFrame(c, mpa.MaxPrivateData); err != nil {
+			after <- nil
+			return
+		}
+		reply := append([]byte(mpa.ReplyKey), 0x50, 2, 0, 4, 0, 16, 0, 16)
+		c.Write(reply[:len(reply)-3])
+		c.(*net.TCPConn).CloseWrite()
+		b, _ := io.ReadAll(c)
+		after <- b
+	}()
+	ep := newEndpoint(t, QPCaps{})
+	ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
+	defer cancel()
+	err = ep.qp.Connect(ctx, "tcp", ln.Addr().String())
+	require.ErrorIs(t, err, mpa.ErrConnectionLost)
+	require.Empty(t, <-after, "bytes sent after the Request")
+	<-ep.qp.Done()
+}
+
 var _ = stag.OK
