@@ -423,6 +423,14 @@ func hostileCases() []hostileCase {
 			h, n := offending(s, p, u)
 			return h, n, nil
 		}},
+		{name: "ReadReqMalformed/sinkwrap", cond: rdmap.ReadReqMalformed, run: func(s *hostileServer, p *rawPeer) ([]byte, int, []byte) {
+			// A sink range ending exactly at 2^64: the response's segments
+			// would fail the requester's TO-wrap check (RFC 5041 §7.1
+			// tagged check 5), so the request is refused before any byte.
+			f := rdmap.ReadRequestFields{SinkSTag: 0x1234, SinkTO: ^uint64(0) - 7, Size: 8, SrcSTag: uint32(s.rw.STag()), SrcTO: s.rw.Remote(0).TO}
+			h, n := offending(s, p, uReadReq(1, 0, f))
+			return h, n, nil
+		}},
 		{name: "ReadReqSourceInvalidSTag", cond: rdmap.ReadReqSourceInvalidSTag, run: func(s *hostileServer, p *rawPeer) ([]byte, int, []byte) {
 			f := rdmap.ReadRequestFields{SinkSTag: 0x1234, Size: 8, SrcSTag: uint32(s.rw.STag()) ^ 0x80, SrcTO: s.rw.Remote(0).TO}
 			h, n := offending(s, p, uReadReq(1, 0, f))
