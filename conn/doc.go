@@ -25,9 +25,12 @@
 // # Concurrency
 //
 // Each connected queue pair runs two goroutines. The receiver reads an FPDU
-// header, validates it (STag, protection domain, rights, bounds, MSN), reads
-// the payload straight into registered memory, verifies the CRC, and pushes
-// the completion. The transmitter frames send-queue messages and Read
+// and, with CRC (the default), verifies its CRC before acting on any of it
+// (RFC 5044 §6), so that a damaged header can never steer bytes anywhere;
+// it then validates the header (STag, protection domain, rights, bounds,
+// MSN), copies the payload into registered memory and pushes the
+// completion. Without CRC the payload goes straight from the socket into
+// registered memory. The transmitter frames send-queue messages and Read
 // Responses into batched writevs; MSNs are assigned under the lock that
 // orders bytes onto the socket. Close ends both and flushes outstanding
 // work with WCWRFlushErr completions; so does a peer's FIN, reset or

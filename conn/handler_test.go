@@ -119,7 +119,7 @@ func BenchmarkPingPongHandler(b *testing.B) {
 	ssgl := []SGE{cbuf.SGE(0, 8)}
 	b.ReportAllocs()
 	b.ResetTimer()
-	sw := switches()
+	sw := startCost()
 	for i := 0; i < b.N; i++ {
 		client.qp.PostRecv(RecvWR{SGL: rsgl})
 		if err := client.qp.PostSend(SendWR{Op: OpSend, SGL: ssgl}); err != nil {
@@ -127,7 +127,7 @@ func BenchmarkPingPongHandler(b *testing.B) {
 		}
 		<-done
 	}
-	reportSwitches(b, sw)
+	sw.report(b)
 	b.StopTimer()
 	client.qp.Close()
 	server.qp.Close()

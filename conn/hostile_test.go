@@ -473,10 +473,9 @@ func hostileCases() []hostileCase {
 			f := p.frame(uTagged(rdmap.OpWrite, true, uint32(s.rw.STag()), s.rw.Remote(0).TO, payload))
 			f[len(f)-1] ^= 0x40
 			p.sendRaw(append(f, p.frame(uTagged(rdmap.OpWrite, true, uint32(s.rw.STag()), s.rw.Remote(1000).TO, payload))...))
-			// Placement happens before the CRC is checked: the Write's
-			// bytes are in the region, but no completion or later
-			// segment follows (the peer cannot have relied on them).
-			s.placed(s.rw, 0, payload)
+			// RFC 5044 §6: the FPDU is verified before DDP sees it, so
+			// not one byte of the damaged Write lands (the arena check
+			// finds the region as it was), and nothing after it.
 			return nil, 0, nil
 		}},
 		{name: "MarkerMismatch", cond: rdmap.MarkerMismatch, opts: []Option{WithMarkers()}, run: func(s *hostileServer, p *rawPeer) ([]byte, int, []byte) {

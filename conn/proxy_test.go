@@ -413,6 +413,25 @@ func TestBadNet_BitFlip_CRC(t *testing.T) {
 	require.Equal(t, WCWRFlushErr, server.wait(t).Status)
 }
 
+// RFC 5044 §6: "An MPA receiver MUST first verify the FPDU before passing
+// the ULPDU to DDP". Not one byte of the FPDU with the flipped bit reaches
+// the target region: what was placed is a correct prefix of the Write
+// (FPDUs before the damaged one), and nothing after it.
+func TestBadNet_RFC5044_6_NothingPlacedBeforeTheCRC(t *testing.T) {
+	checkLeaks(t)
+	_, server, src, target := flipWorkload(t)
+	<-server.qp.Done()
+	got, want := target.Bytes(), src.Bytes()
+	placed := 0
+	for placed < len(got) && got[placed] == want[placed] {
+		placed++
+	}
+	require.Less(t, placed, 10000, "the damaged payload byte was placed")
+	for i := placed; i < len(got); i++ {
+		require.Zero(t, got[i], "byte %d placed after an FPDU whose CRC failed", i)
+	}
+}
+
 // TestBadNet_BitFlip_NoCRC documents what CRC protects against: without it
 // nothing above TCP can see a payload bit flipped between the TCP stacks
 // (a middlebox, a bad NIC offload); the data arrives corrupted and every

@@ -7,18 +7,28 @@ import (
 	"testing"
 )
 
-// reportSwitches reports the process's context switches per operation
-// since start (from startSwitches): how often threads blocked and were
-// woken, which is what a round trip's latency is mostly made of and which,
-// unlike ns/op, a busy machine does not distort.
-func reportSwitches(b *testing.B, start int64) {
-	b.ReportMetric(float64(switches()-start)/float64(b.N), "ctxsw/op")
-}
+// cost is the process's CPU time and context switches at a point of a
+// benchmark. Reported per operation, they say what a run cost however busy
+// the machine was, which ns/op on a shared machine does not: context
+// switches count how often threads blocked and were woken (most of a round
+// trip's latency), CPU time what a byte or a message costs both ends.
+type cost struct{ cpu, switches int64 }
 
-func switches() int64 {
+func startCost() cost {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
+		return cost{}
 	}
-	return int64(ru.Nvcsw + ru.Nivcsw)
+	return cost{
+		cpu:      ru.Utime.Nano() + ru.Stime.Nano(),
+		switches: int64(ru.Nvcsw + ru.Nivcsw),
+	}
+}
+
+// report adds cpu-ns/op and ctxsw/op since c to b's results.
+func (c cost) report(b *testing.B) {
+	now := startCost()
+	n := float64(b.N)
+	b.ReportMetric(float64(now.cpu-c.cpu)/n, "cpu-ns/op")
+	b.ReportMetric(float64(now.switches-c.switches)/n, "ctxsw/op")
 }

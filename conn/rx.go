@@ -33,7 +33,7 @@ type rxState struct {
 }
 
 func (rx *rxState) init(c net.Conn, res *mpa.Result, flushExt bool) {
-	rx.r = mpa.NewReader(c, mpa.ReaderConfig{CRC: res.CRC, Markers: res.RecvMarkers, BufferSize: readerBuffer, ReleaseIdle: true})
+	rx.r = mpa.NewReader(c, mpa.ReaderConfig{CRC: res.CRC, Markers: res.RecvMarkers, BufferSize: readerBuffer, ReleaseIdle: true, VerifyFirst: true})
 	queues := rdmap.NumQueues
 	if flushExt {
 		queues = int(rdmap.QNFlushResponse) + 1 // Flush Responses come on QN 3

@@ -36,6 +36,17 @@ type ReaderConfig struct {
 	// effect on sockets where the Reader has its fast path (Linux) and
 	// without markers; elsewhere the Reader keeps its buffer.
 	ReleaseIdle bool
+	// VerifyFirst makes Next read the whole FPDU and check its CRC before
+	// it returns, as RFC 5044 §6 requires of a receiver ("An MPA receiver
+	// MUST first verify the FPDU before passing the ULPDU to DDP"): no
+	// byte of an FPDU whose CRC fails reaches the caller, and no header
+	// field of it is acted on. The payload then reaches the caller by a
+	// copy from the buffer, which grows to hold the longest FPDU allowed.
+	// Without it, payload goes straight from the socket into the caller's
+	// buffer and the CRC is checked at End (cut-through, as siw does). It
+	// takes effect with CRC on, without markers, and without
+	// ContinueAfterCRCError.
+	VerifyFirst bool
 }
 
 // DefaultReaderBuffer is the Reader's buffer size unless configured.
@@ -70,10 +81,11 @@ type Reader struct {
 	rp  int // buf[rp:wp] holds logical (marker-free) bytes
 	wp  int
 
-	inFPDU bool
-	remain int // ULPDU bytes not consumed yet
-	ulpdu  int
-	crc    uint32
+	inFPDU   bool
+	verified bool // the FPDU's CRC was checked in Next (VerifyFirst)
+	remain   int  // ULPDU bytes not consumed yet
+	ulpdu    int
+	crc      uint32
 
 	ioErr  error // error from r, returned once the buffer is drained
 	broken error // the error that ended the stream (RFC 5044 §8); returned from then on
@@ -113,6 +125,10 @@ func NewReader(r io.Reader, cfg ReaderConfig) *Reader {
 		cfg.BufferSize = DefaultReaderBuffer
 	}
 	cfg.BufferSize = max(cfg.BufferSize, 1024)
+	cfg.VerifyFirst = cfg.VerifyFirst && cfg.CRC && !cfg.Markers && !cfg.ContinueAfterCRCError
+	if cfg.VerifyFirst {
+		cfg.BufferSize = max(cfg.BufferSize, FPDULen(cfg.MaxULPDU))
+	}
 	rd := &Reader{r: r, cfg: cfg}
 	rd.initReadv()
 	if cfg.ReleaseIdle && !cfg.Markers && rd.canAwaitIdle() {
@@ -152,11 +168,34 @@ func (r *Reader) Next() (int, error) {
 		// length underflow, siw_get_hdr); the same code is used here.
 		return 0, r.fail(protoErr(termcode.MPAMarker, ErrULPDULength, "ULPDU_Length %d, limit %d", n, r.cfg.MaxULPDU))
 	}
+	if r.cfg.VerifyFirst {
+		if err := r.verify(n); err != nil {
+			return 0, err
+		}
+	}
 	if err := r.consume(lengthLen); err != nil {
 		return 0, err
 	}
 	r.inFPDU, r.ulpdu, r.remain = true, n, n
 	return n, nil
+}
+
+// verify reads the rest of the FPDU whose ULPDU_Length n has arrived and
+// checks its CRC (VerifyFirst). Once the length field is in, the FPDU has
+// begun: a stream that ends or a deadline that falls before the rest
+// arrives breaks the stream, as inside any FPDU.
+func (r *Reader) verify(n int) error {
+	total := FPDULen(n)
+	if err := r.fill(total, false); err != nil {
+		return err
+	}
+	fpdu := r.buf[r.rp : r.rp+total]
+	computed := crc32.Checksum(fpdu[:total-crcLen], castagnoli)
+	if got := binary.LittleEndian.Uint32(fpdu[total-crcLen:]); got != computed {
+		return r.fail(crcError(n, got, computed))
+	}
+	r.verified = true
+	return nil
 }
 
 // Idle reports whether the Reader stands between FPDUs with nothing
@@ -244,7 +283,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 	if r.wp == r.rp && len(p) >= directRead && !r.cfg.Markers && r.ioErr == nil {
 		n, err := r.readDirect(p)
 		if n > 0 {
-			if r.cfg.CRC {
+			if r.cfg.CRC && !r.verified {
 				r.crc = crc32.Update(r.crc, castagnoli, p[:n])
 			}
 			r.remain -= n
@@ -344,8 +383,10 @@ func (r *Reader) End() error {
 		r.m.advance(crcLen)
 	}
 	r.inFPDU = false
-	if r.cfg.CRC && got != r.crc {
-		err := protoErr(termcode.MPACRC, ErrCRC, "FPDU with ULPDU_Length %d: field 0x%08x, computed 0x%08x", r.ulpdu, got, r.crc)
+	verified := r.verified
+	r.verified = false
+	if r.cfg.CRC && !verified && got != r.crc {
+		err := crcError(r.ulpdu, got, r.crc)
 		if r.cfg.ContinueAfterCRCError {
 			return err
 		}
@@ -353,6 +394,10 @@ func (r *Reader) End() error {
 		return r.fail(err)
 	}
 	return nil
+}
+
+func crcError(ulpdu int, got, computed uint32) error {
+	return protoErr(termcode.MPACRC, ErrCRC, "FPDU with ULPDU_Length %d: field 0x%08x, computed 0x%08x", ulpdu, got, computed)
 }
 
 // ReadFPDU reads a whole FPDU into dst and returns the ULPDU. If dst is too
@@ -386,7 +431,7 @@ func (r *Reader) Buffered() int { return r.wp - r.rp }
 // that sat between them are added in stream order and checked.
 func (r *Reader) consume(n int) error {
 	if !r.cfg.Markers {
-		if r.cfg.CRC {
+		if r.cfg.CRC && !r.verified {
 			r.crc = crc32.Update(r.crc, castagnoli, r.buf[r.rp:r.rp+n])
 		}
 		r.rp += n
@@ -433,9 +478,11 @@ func (r *Reader) fill(n int, atStart bool) error {
 			}
 			continue
 		}
-		// Fewer than n bytes are buffered (n is small), so moving them to
-		// the front is cheap and leaves the most room for the read.
-		if r.rp > 0 {
+		// Fewer than n bytes are buffered. Moving them to the front leaves
+		// the most room for the read; it is done when the rest of the
+		// buffer cannot take the n bytes or is short, so that a whole
+		// FPDU read ahead (VerifyFirst, AwaitFPDU) is not copied twice.
+		if r.rp > 0 && (r.rp == r.wp || len(r.buf)-r.rp < n || len(r.buf)-r.wp < directRead) {
 			r.wp = copy(r.buf, r.buf[r.rp:r.wp])
 			r.rp = 0
 		}
