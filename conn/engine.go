@@ -28,6 +28,9 @@ const (
 	// Batch limits of one writev.
 	maxBatchFPDUs = 320
 	maxBatchBytes = 4 << 20
+	// maxBatchStaged bounds the payload copied for one writev (stageFor):
+	// the copies are taken from a shared pool and given back after it.
+	maxBatchStaged = 256 << 10
 	// readerBuffer is the FPDU reader's buffer; large payloads bypass it.
 	readerBuffer = 32 << 10
 	// terminateTimeout bounds the write of a Terminate to a peer that does

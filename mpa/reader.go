@@ -299,7 +299,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 	if err := r.fill(1, false); err != nil {
 		return 0, err
 	}
-	n := copy(p, r.buf[r.rp:r.wp])
+	n := dmaCopy(p, r.buf[r.rp:r.wp])
 	if err := r.consume(n); err != nil {
 		return 0, err
 	}

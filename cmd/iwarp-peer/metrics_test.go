@@ -144,13 +144,16 @@ func TestMetrics_BenchCountsWhatTheClientDid(t *testing.T) {
 	srv, maddr := server(t, "bench", "-s", "-a", "127.0.0.1", "-p", "0")
 	defer srv.stopped(t)
 	port := waitIn(t, &srv.stderr, `listening on 127\.0\.0\.1:(\d+)\n`)
-	const iters, rtts, rtrs = 10, 3, 2
+	// After each session's measured part the client asks for the
+	// server's counts with a zero-length Send with Solicited Event, and the
+	// server answers with a Send of the 40 bytes of its report.
+	const iters, rtts, rtrs, sessions = 10, 3, 2, 2
 	countsRun(t, maddr, traffic{
 		ln: "127.0.0.1:" + port, connections: 2,
-		sent:        map[string]float64{"write": rtts, "send": rtts, "read_response": 1},
-		sentBytes:   map[string]float64{"write": rtts * (tagged + 64), "send": rtts * untagged, "read_response": tagged + 1},
-		received:    map[string]float64{"write": iters + rtts + rtrs, "send": rtts, "read_request": 1},
-		recvBytes:   map[string]float64{"write": (iters+rtts)*(tagged+64) + rtrs*tagged, "send": rtts * untagged, "read_request": readRequest},
+		sent:        map[string]float64{"write": rtts, "send": rtts + sessions, "read_response": 1},
+		sentBytes:   map[string]float64{"write": rtts * (tagged + 64), "send": rtts*untagged + sessions*(untagged+40), "read_response": tagged + 1},
+		received:    map[string]float64{"write": iters + rtts + rtrs, "send": rtts, "send_se": sessions, "read_request": 1},
+		recvBytes:   map[string]float64{"write": (iters+rtts)*(tagged+64) + rtrs*tagged, "send": rtts * untagged, "send_se": sessions * untagged, "read_request": readRequest},
 		readsQueued: 1,
 	}, "bench", "-c", "-a", "127.0.0.1", "-p", port, "--op", "write", "--size", "64", "--iters", "10", "--window", "4", "--lat-iters", "3")
 }
