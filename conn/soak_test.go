@@ -60,7 +60,6 @@ type soakPlan struct {
 	id     int
 	seed   uint64
 	crc    bool
-	marker bool // markers in either direction
 	maxMsg int
 	rounds [2][]soakRound // client's, server's
 	modes  [2]waitMode
@@ -120,12 +119,10 @@ func makeSoakPlan(seed uint64, id int, stallMax time.Duration) *soakPlan {
 	}
 	if rng.IntN(6) == 0 {
 		p.client = append(p.client, WithMarkers())
-		p.marker = true
 		desc = append(desc, "markers→client")
 	}
 	if rng.IntN(6) == 0 {
 		p.server = append(p.server, WithMarkers())
-		p.marker = true
 		desc = append(desc, "markers→server")
 	}
 	for side, opts := range []*[]Option{&p.client, &p.server} {
@@ -681,10 +678,10 @@ func soakConn(ctx context.Context, dev *Device, p *soakPlan, tally *soakTally) (
 			end[i] = e
 			ends = append(ends, e)
 		}
-		// With CRC and no markers an FPDU is verified before any of it is
-		// acted on (RFC 5044 §6): a flipped bit can only be a CRC error,
-		// never a header error that the damage made up.
-		if p.crc && !p.marker && bn.stats.flips.Load() > 0 {
+		// With CRC an FPDU is verified before any of it is acted on (RFC
+		// 5044 §6), markers or not: a flipped bit can only be a CRC error,
+		// never a header or marker error that the damage made up.
+		if p.crc && bn.stats.flips.Load() > 0 {
 			for i, e := range end {
 				var te *rdmap.TerminateError
 				if errors.As(e, &te) && !te.Remote && te.Code != rdmap.CRCError.Code() {

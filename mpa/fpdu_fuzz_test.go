@@ -60,7 +60,7 @@ func FuzzReader(f *testing.F) {
 				t.Fatalf("ULPDU %d differs between read patterns", i)
 			}
 		}
-		if !cfg.CRC || cfg.Markers || cfg.ContinueAfterCRCError {
+		if !cfg.CRC || cfg.ContinueAfterCRCError {
 			return
 		}
 		// RFC 5044 §6: verified first, the same ULPDUs come out, except
@@ -77,8 +77,11 @@ func FuzzReader(f *testing.F) {
 					t.Fatalf("verified first: ULPDU %d differs", i)
 				}
 			}
-			if errors.Is(verr, ErrCRC) && len(v) != len(a)-1 {
-				t.Fatalf("verified first: CRC error after %d ULPDUs, cut-through delivered %d", len(v), len(a))
+			// At most the FPDU cut-through delivered with its CRC error
+			// is missing (with markers, cut-through may instead stop at
+			// that FPDU's marker check, delivering nothing of it either).
+			if len(v) < len(a)-1 {
+				t.Fatalf("verified first: %d ULPDUs (%v), cut-through delivered %d", len(v), verr, len(a))
 			}
 		}
 	})

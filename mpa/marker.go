@@ -127,6 +127,29 @@ func (m *markerState) leading(r *Reader) error {
 	return nil
 }
 
+// crcWith continues crc, which covers the FPDU's leading marker if it had
+// one, over data — the FPDU's logical bytes from its length field to its
+// pad, all buffered and not yet consumed — with the markers received
+// between them, and one right after the pad, in stream order (RFC 5044
+// §4.4): the CRC the FPDU must carry, for VerifyFirst.
+func (m *markerState) crcWith(crc uint32, data []byte) uint32 {
+	pos := m.logRead
+	end := pos + int64(len(data))
+	for _, rec := range m.q[m.head:] {
+		if rec.log > end {
+			break
+		}
+		if rec.log <= pos {
+			continue // the leading marker, already in crc
+		}
+		k := int(rec.log - pos)
+		crc = crc32.Update(crc, castagnoli, data[:k])
+		crc = crc32.Update(crc, castagnoli, rec.b[:])
+		data, pos = data[k:], rec.log
+	}
+	return crc32.Update(crc, castagnoli, data)
+}
+
 // before consumes a marker sitting right before the next logical byte.
 func (m *markerState) before(r *Reader) error { return m.take(r, false) }
 
@@ -150,7 +173,7 @@ func (m *markerState) take(r *Reader, lead bool) error {
 			return r.fail(protoErr(termcode.MPAMarker, ErrMarker,
 				"marker at stream offset %d has FPDUPTR %d, the FPDU's length field is %d octets back", m.rawRead, got, want))
 		}
-		if r.cfg.CRC {
+		if r.cfg.CRC && !r.verified {
 			r.crc = crc32.Update(r.crc, castagnoli, rec.b[:])
 		}
 		m.rawRead += markerLen

@@ -44,8 +44,7 @@ type ReaderConfig struct {
 	// copy from the buffer, which grows to hold the longest FPDU allowed.
 	// Without it, payload goes straight from the socket into the caller's
 	// buffer and the CRC is checked at End (cut-through, as siw does). It
-	// takes effect with CRC on, without markers, and without
-	// ContinueAfterCRCError.
+	// takes effect with CRC on and without ContinueAfterCRCError.
 	VerifyFirst bool
 }
 
@@ -125,7 +124,7 @@ func NewReader(r io.Reader, cfg ReaderConfig) *Reader {
 		cfg.BufferSize = DefaultReaderBuffer
 	}
 	cfg.BufferSize = max(cfg.BufferSize, 1024)
-	cfg.VerifyFirst = cfg.VerifyFirst && cfg.CRC && !cfg.Markers && !cfg.ContinueAfterCRCError
+	cfg.VerifyFirst = cfg.VerifyFirst && cfg.CRC && !cfg.ContinueAfterCRCError
 	if cfg.VerifyFirst {
 		cfg.BufferSize = max(cfg.BufferSize, FPDULen(cfg.MaxULPDU))
 	}
@@ -190,7 +189,12 @@ func (r *Reader) verify(n int) error {
 		return err
 	}
 	fpdu := r.buf[r.rp : r.rp+total]
-	computed := crc32.Checksum(fpdu[:total-crcLen], castagnoli)
+	var computed uint32
+	if r.cfg.Markers {
+		computed = r.m.crcWith(r.crc, fpdu[:total-crcLen])
+	} else {
+		computed = crc32.Checksum(fpdu[:total-crcLen], castagnoli)
+	}
 	if got := binary.LittleEndian.Uint32(fpdu[total-crcLen:]); got != computed {
 		return r.fail(crcError(n, got, computed))
 	}
@@ -442,7 +446,7 @@ func (r *Reader) consume(n int) error {
 			return err
 		}
 		k := min(n, r.m.untilNext())
-		if r.cfg.CRC {
+		if r.cfg.CRC && !r.verified {
 			r.crc = crc32.Update(r.crc, castagnoli, r.buf[r.rp:r.rp+k])
 		}
 		r.rp += k
