@@ -129,9 +129,9 @@ const (
 type step struct {
 	op    stepOp
 	ready bool // the first step after the dest handshakes
-	qp   int // opSync
-	size int // opRun, opPostRecv
-	item int // opReport
+	qp    int  // opSync
+	size  int  // opRun, opPostRecv
+	item  int  // opReport
 }
 
 // MaxSize is the largest message size of perftest's -a (MAX_SIZE).
