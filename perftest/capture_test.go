@@ -28,6 +28,7 @@ type wireMsg struct {
 	stag    uint32 // tagged
 	to      uint64 // tagged
 	payload []byte // Send payload, tagged payload, or a Read Request's 28 bytes
+	frame   int    // the capture frame that completes it
 }
 
 // capConn is one direction pair of a captured connection.
@@ -44,24 +45,27 @@ func readCapture(t *testing.T, name string) (comm, test capConn) {
 	conns, err := capture.ReadFile(filepath.Join("testdata", name+".pcap"))
 	require.NoError(t, err)
 	require.Len(t, conns, 2, "the comm connection and one test connection")
+	require.Equal(t, conns[0].Server, conns[1].Server, "one port carries both")
 	return parseConn(t, conns[0]), parseConn(t, conns[1])
 }
 
 func parseConn(t *testing.T, c *capture.Conn) capConn {
 	t.Helper()
 	var out capConn
-	out.up, out.padDirty = parseDir(t, c.Up.Data)
-	down, dirty := parseDir(t, c.Down.Data)
+	out.up, out.padDirty = parseDir(t, c.Up)
+	down, dirty := parseDir(t, c.Down)
 	out.down = down
 	out.padDirty += dirty
 	return out
 }
 
-func parseDir(t *testing.T, b []byte) ([]wireMsg, int) {
+func parseDir(t *testing.T, st *capture.Stream) ([]wireMsg, int) {
 	t.Helper()
+	b := st.Data
 	_, n, err := mpa.ParseFrame(b)
 	require.NoError(t, err)
 	b = b[n:]
+	off := n
 	dirty := 0
 	// Count the FPDUs with stale pad bytes independently of the Reader.
 	for rest := b; len(rest) >= 2; {
@@ -83,7 +87,8 @@ func parseDir(t *testing.T, b []byte) ([]wireMsg, int) {
 		require.NoError(t, err)
 		ctl := ddp.Control(u[0])
 		require.True(t, ctl.Last(), "one FPDU per message in these runs")
-		m := wireMsg{op: rdmap.ControlOpcode(u[1])}
+		off += (2+len(u)+3)&^3 + 4
+		m := wireMsg{op: rdmap.ControlOpcode(u[1]), frame: st.FrameAt(off - 1)}
 		if ctl.Tagged() {
 			h, ok := ddp.ParseTagged(u)
 			require.True(t, ok)
@@ -118,4 +123,25 @@ var captureTests = []struct {
 // captureParams are the settings of the captured runs.
 func captureParams(test Test, role Role) Params {
 	return Params{Test: test, Role: role, Size: 64, CycleBuffer: 4096, CacheLineSize: 64, MTU: mtu1024}
+}
+
+// firstFrame tells which direction of the test connection carries its
+// first FPDU: "up" (client) or "down" (server), by capture frame number.
+func firstFrame(t *testing.T, name string) string {
+	t.Helper()
+	conns, err := capture.ReadFile(filepath.Join("testdata", name+".pcap"))
+	require.NoError(t, err)
+	c := conns[1]
+	frame := func(s *capture.Stream) int {
+		_, n, err := mpa.ParseFrame(s.Data)
+		require.NoError(t, err)
+		if f := s.FrameAt(n); f != 0 {
+			return f
+		}
+		return 1 << 30
+	}
+	if frame(c.Up) < frame(c.Down) {
+		return "up"
+	}
+	return "down"
 }
