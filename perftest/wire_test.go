@@ -1,22 +1,21 @@
 package perftest
 
 import (
-	"path/filepath"
-
 	"encoding/binary"
-	"github.com/iwarp-go/iwarp-go/internal/capture"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/iwarp-go/iwarp-go/internal/capture"
 	"github.com/iwarp-go/iwarp-go/rdmap"
 )
 
 // The test connections of the captured runs, against what this package
 // does on them.
 
-// dests returns the client's and the server's dest of a capture (their
+// capturedDests returns the client's and the server's dest of a capture (their
 // first real handshakes).
 func capturedDests(t *testing.T, comm capConn) (client, server Dest) {
 	t.Helper()
