@@ -40,7 +40,7 @@ type capConn struct {
 // readCapture splits testdata/<name>.pcap into its comm and test
 // connections. The FPDUs go through mpa.Reader, which must take siw's
 // stale pad bytes.
-func readCapture(t *testing.T, name string) (comm, test capConn) {
+func readCapture(t testing.TB, name string) (comm, test capConn) {
 	t.Helper()
 	conns, err := capture.ReadFile(filepath.Join("testdata", name+".pcap"))
 	require.NoError(t, err)
@@ -49,7 +49,7 @@ func readCapture(t *testing.T, name string) (comm, test capConn) {
 	return parseConn(t, conns[0]), parseConn(t, conns[1])
 }
 
-func parseConn(t *testing.T, c *capture.Conn) capConn {
+func parseConn(t testing.TB, c *capture.Conn) capConn {
 	t.Helper()
 	var out capConn
 	out.up, out.padDirty = parseDir(t, c.Up)
@@ -59,7 +59,7 @@ func parseConn(t *testing.T, c *capture.Conn) capConn {
 	return out
 }
 
-func parseDir(t *testing.T, st *capture.Stream) ([]wireMsg, int) {
+func parseDir(t testing.TB, st *capture.Stream) ([]wireMsg, int) {
 	t.Helper()
 	b := st.Data
 	_, n, err := mpa.ParseFrame(b)

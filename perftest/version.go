@@ -68,14 +68,16 @@ func AppendVersion(b []byte, v Version) []byte {
 }
 
 // ParseVersion decodes a version message. The string ends at the first
-// NUL; perftest reserves 15 characters.
+// NUL, which perftest's 16 bytes always hold (it reserves 15 characters).
 func ParseVersion(b []byte) (Version, error) {
 	if len(b) != versionLen {
 		return "", msgLenError("version", len(b), versionLen)
 	}
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		b = b[:i]
+	i := bytes.IndexByte(b, 0)
+	if i < 0 {
+		return "", fmt.Errorf("%w: version %q has no terminating NUL", ErrMessage, b)
 	}
+	b = b[:i]
 	for _, c := range b {
 		if c < 0x20 || c > 0x7e {
 			return "", fmt.Errorf("%w: version %q is not printable", ErrMessage, b)
