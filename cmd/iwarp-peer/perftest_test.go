@@ -24,7 +24,9 @@ func TestPerftestCommand(t *testing.T) {
 	defer cancel()
 	var sout, serr lockedBuffer
 	done := make(chan error, 1)
-	go func() { done <- runPerftest(ctx, []string{"send_lat", "-j", "127.0.0.1", "-p", port, "-s", "1K", "-n", "50"}, &sout, &serr) }()
+	go func() {
+		done <- runPerftest(ctx, []string{"send_lat", "-j", "127.0.0.1", "-p", port, "-s", "1K", "-n", "50"}, &sout, &serr)
+	}()
 	require.Eventually(t, func() bool { return strings.Contains(sout.String(), "Waiting for client to connect") }, 10*time.Second, 10*time.Millisecond)
 	var cout, cerr lockedBuffer
 	require.NoError(t, runPerftest(ctx, []string{"send_lat", "127.0.0.1", "-Rp", port, "--size=1024", "-n", "50", "-F"}, &cout, &cerr), cerr.String())
