@@ -62,6 +62,7 @@ type session struct {
 	// server
 	src      Acceptor
 	peerHost string
+	peerIsGo bool // the client is iwarp-go (its MPA Request says so)
 
 	qps      []*conn.QP
 	scq, rcq *conn.CQ
@@ -213,6 +214,7 @@ func (s *session) openComm(ctx context.Context) error {
 		return fmt.Errorf("perftest: waiting for a client: %w", err)
 	}
 	s.peerHost = hostOf(req.RemoteAddr())
+	s.peerIsGo = req.PeerIsIwarpGo()
 	if err := req.Accept(ctx, c.qp, s.connOptions(false)...); err != nil {
 		return fmt.Errorf("perftest: accepting the client's comm connection: %w", err)
 	}
@@ -333,9 +335,33 @@ func (s *session) acceptTest(ctx context.Context, qp *conn.QP, opts []conn.Optio
 	}
 }
 
-// teardown closes the test connections, then the comm connection (after
-// an error at once).
+// closeLinger bounds how long a finished run waits for the peer to close
+// its connections first.
+const closeLinger = 2 * time.Second
+
+// teardown closes the test connections, then the comm connection. After a
+// run that ended well it first lets the peer close them (at most
+// closeLinger): siw may still be completing its last Send or Write when
+// the message has already arrived here, and a connection closed at that
+// moment fails the work request (IBV_WC_LOC_QP_OP_ERR) and the perftest
+// program with it. Between two iwarp-go sides the server closes at once.
 func (s *session) teardown(failed bool) {
+	if !failed && !(s.role == Server && s.peerIsGo) {
+		timer := time.NewTimer(closeLinger)
+		qps := s.qps
+		if s.comm != nil {
+			qps = append(qps[:len(qps):len(qps)], s.comm.qp)
+		}
+	wait:
+		for _, qp := range qps {
+			select {
+			case <-qp.Done():
+			case <-timer.C:
+				break wait
+			}
+		}
+		timer.Stop()
+	}
 	for _, qp := range s.qps {
 		if failed {
 			qp.Abort()
