@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/iwarp-go/iwarp-go/ddp"
 	"github.com/iwarp-go/iwarp-go/mpa"
 	"github.com/iwarp-go/iwarp-go/rdmap"
 	"github.com/iwarp-go/iwarp-go/stag"
@@ -30,39 +29,15 @@ const (
 	// readerBuffer is the FPDU reader's buffer; large payloads bypass it.
 	readerBuffer = 32 << 10
 	// terminateTimeout bounds the write of a Terminate to a peer that does
-	// not read.
+	// not read, and a write that was under way when the connection failed.
 	terminateTimeout = 2 * time.Second
 )
 
-// orqEntry is an RDMA Read Request this side sent and whose response it
-// expects (outbound read queue, bounded by the negotiated ORD).
-type orqEntry struct {
-	sqCtr    uint32 // send-queue counter of the Read work request
-	rtr      bool   // an RFC 6581 Read RTR: no work request behind it
-	sinkSTag uint32
-	sinkTO   uint64
-	size     uint32
-	received uint32
-}
-
-// irqEntry is a peer's RDMA Read Request waiting for its response (inbound
-// read queue, bounded by the IRD this side advertised).
-type irqEntry struct {
-	src      []byte
-	sinkSTag uint32
-	sinkTO   uint64
-}
-
-type txKind uint8
-
-const (
-	txNone txKind = iota
-	txSQ          // a send-queue message being segmented
-	txIRQ         // a Read Response being segmented
-)
-
-// engine runs one connection: a receiver goroutine that places inbound
-// data and a transmitter goroutine that frames outbound messages.
+// engine runs one connection. Its state is split by owner (doc.go, "Locks
+// and ownership"): the receive token (rxMu) owns rx and the reader, the
+// transmit token (txMu) owns tx and the writer, and QP.mu guards the queues
+// both share. Whoever holds a token does that role's work; the receiver
+// and transmitter goroutines are the usual holders, not the only ones.
 type engine struct {
 	qp       *QP
 	c        net.Conn
@@ -70,110 +45,60 @@ type engine struct {
 	peerIsGo bool
 	mulpdu   int
 
-	r *mpa.Reader
-	w *mpa.Writer
+	rxMu sync.Mutex // the receive token
+	rx   rxState
 
-	// Transmit state, guarded by txMu. txMu orders bytes onto the socket;
-	// MSNs are assigned under it.
-	txMu       sync.Mutex
-	seg        ddp.Segmenter
-	hdr        [rdmap.MaxTerminateLen]byte
-	segPayload [][]byte
-	pieces     [][]byte
-	cur        txKind
-	curCtr     uint32 // SQ or IRQ counter of the current message
-	sendMSN    uint32
-	rreqMSN    uint32
-	preferIRQ  bool
-	sent       []uint32 // SQ counters of messages whose last FPDU awaits the flush
+	txMu sync.Mutex // the transmit token
+	tx   txState
 
-	// Guarded by qp.mu.
-	orq              []orqEntry
-	orqHead, orqTail uint32
-	ordLimit         int
-	irq              []irqEntry
-	irqHead, irqNext uint32 // oldest unanswered, next to answer
-	irqTail          uint32
-	irdLimit         int
-	txOpen           bool // the transmitter may send FPDUs
-	term             *rdmap.Terminate
-	drained          chan struct{} // closed when a draining close may proceed
-	drainSignaled    bool
-	txTimer          *time.Timer // first-FPDU delay
+	// Guarded by QP.mu.
+	orq     outboundReads
+	irq     inboundReads
+	release []*stag.Region // regions of Read Responses framed, to release after the flush
+	txOpen  bool           // the transmitter may send FPDUs
+	term    *rdmap.Terminate
+	rxEnded bool // the receive role is over: no one reads the socket again
+	txEnded bool // the transmit role is over: the socket is closed
+	drained chan struct{}
+	drainOK bool // drained is closed
+	txTimer *time.Timer
 
-	// Receive state, owned by the receiver goroutine.
-	uq          *ddp.UntaggedQueues
-	tr          ddp.TaggedReceiver
-	rxHdr       [rdmap.MaxHeaderLen]byte
-	rxTerm      [rdmap.MaxTerminateLen]byte
-	sawFPDU     bool
-	sendRTRWait bool // a zero-length Send RTR is expected first
-	rxPend      rxPending
-
-	// dead is set when the connection failed: the transmitter abandons the
-	// message it is framing and sends the pending Terminate.
+	// dead is set when the connection failed: token holders stop their
+	// work and end their role.
 	dead atomic.Bool
 	// lastInline is when a posting goroutine last sent inline (nanotime).
 	lastInline atomic.Int64
-
-	txDone chan struct{}
-	rxDone chan struct{}
-}
-
-// rxAction is what a received FPDU does once its CRC is verified.
-type rxAction uint8
-
-const (
-	rxNothing rxAction = iota
-	rxRecvDone
-	rxReadDone
-	rxQueueRead
-	rxTerminate
-)
-
-type rxPending struct {
-	action  rxAction
-	msgLen  int
-	flags   WCFlags
-	invSTag uint32
-	irq     irqEntry
-	term    *rdmap.TerminateError
+	// revoking is a region whose invalidation is under way: a placement
+	// into it that the deadline cut short ends the stream (revoke).
+	revoking atomic.Pointer[stag.Region]
+	// placing is the region the receive token holder is placing into (it
+	// holds a remote reference on it), published for revokeRemote.
+	placing atomic.Pointer[stag.Region]
 }
 
 func newEngine(qp *QP, c net.Conn, res *mpa.Result, cfg *config, peerIsGo bool) *engine {
 	e := &engine{
-		qp:         qp,
-		c:          c,
-		res:        res,
-		peerIsGo:   peerIsGo,
-		r:          mpa.NewReader(c, mpa.ReaderConfig{CRC: res.CRC, Markers: res.RecvMarkers, BufferSize: readerBuffer}),
-		w:          mpa.NewWriter(c, mpa.WriterConfig{CRC: res.CRC, Markers: res.SendMarkers}),
-		segPayload: make([][]byte, 0, MaxSGE+1),
-		pieces:     make([][]byte, 0, MaxSGE),
-		sendMSN:    1,
-		rreqMSN:    1,
-		sent:       make([]uint32, 0, maxBatchFPDUs),
-		uq:         ddp.NewUntaggedQueues(rdmap.NumQueues),
-		txDone:     make(chan struct{}),
-		drained:    make(chan struct{}),
-		rxDone:     make(chan struct{}),
+		qp:       qp,
+		c:        c,
+		res:      res,
+		peerIsGo: peerIsGo,
+		drained:  make(chan struct{}),
 	}
 	e.mulpdu = mulpduFor(c, cfg, peerIsGo)
-
+	e.rx.init(c, res)
+	e.tx.init(c, res)
 	ord := int(res.ORD)
 	if !res.IRDORDKnown {
 		ord = int(cfg.peerIRD)
 	}
-	ord = max(ord, 1) // the Read RTR needs a slot even when ORD is 0
-	e.ordLimit = ord
-	e.orq = make([]orqEntry, ord)
+	e.orq = newOutboundReads(ord)
 	ird := int(res.IRD)
 	if !res.IRDORDKnown {
 		ird = int(cfg.mpa.IRD)
 	}
-	e.irdLimit = ird
-	e.irq = make([]irqEntry, max(ird, 1))
-	e.sendRTRWait = res.Role == mpa.Responder && res.P2P && res.RTR == mpa.RTRSend
+	e.irq = newInboundReads(ird)
+	e.release = make([]*stag.Region, 0, max(ird, 1))
+	e.rx.sendRTRWait = res.Role == mpa.Responder && res.P2P && res.RTR == mpa.RTRSend
 	return e
 }
 
@@ -198,29 +123,40 @@ func mulpduFor(c net.Conn, cfg *config, peerIsGo bool) int {
 
 // start runs the engine's goroutines.
 func (e *engine) start() {
+	e.qp.pd.track(e)
 	go e.transmitter()
 	go e.receiver()
 }
 
-// fail ends the connection because of cause. With term set the transmitter
-// sends that Terminate before closing the socket. It is safe to call more
-// than once; only the first call counts.
+// fail ends the connection because of cause. With term set, the Terminate
+// goes out (if the stream allows it) before the socket is closed: a write
+// under way gets terminateTimeout to finish, then is cut. It is safe to
+// call more than once and from any goroutine that holds no QP.mu; only the
+// first call counts.
 func (e *engine) fail(cause error, term *rdmap.Terminate) {
+	e.failWithin(cause, term, terminateTimeout)
+}
+
+// failWithin is fail with the time a write under way may still take.
+func (e *engine) failWithin(cause error, term *rdmap.Terminate, grace time.Duration) {
 	qp := e.qp
 	qp.mu.Lock()
 	if qp.state >= stateError {
 		qp.mu.Unlock()
 		return
 	}
-	qp.state = stateError
-	qp.err = cause
+	qp.setState(stateError, cause)
 	e.term = term
 	e.dead.Store(true)
-	close(qp.done)
 	qp.mu.Unlock()
 	if term == nil {
-		e.c.Close()
+		e.c.Close() // nothing will be sent: cut every read and write now
+	} else {
+		now := time.Now()
+		e.c.SetWriteDeadline(now.Add(grace))
+		e.c.SetReadDeadline(now) // the receive role stops at once
 	}
+	e.tryEnd()
 	qp.kick()
 }
 
@@ -233,41 +169,153 @@ func (e *engine) failTerminate(err error) {
 	e.fail(te, &t)
 }
 
-// finish runs when both goroutines have ended: every outstanding work
-// request is flushed and the QP is finished.
+// tryEnd ends whichever role's token is free. A token held by another
+// goroutine is ended by its holder, which checks dead when it lets go
+// (rxUnlock, txUnlock).
+func (e *engine) tryEnd() {
+	if e.txMu.TryLock() {
+		e.endTxLocked()
+		e.txMu.Unlock()
+	}
+	if e.rxMu.TryLock() {
+		e.endRxLocked()
+		e.rxMu.Unlock()
+	}
+}
+
+// txUnlock gives the transmit token back. If the connection failed while
+// it was held, the role ends now: the check after the unlock pairs with
+// fail's TryLock, so one of the two always sees the other.
+func (e *engine) txUnlock() {
+	e.txMu.Unlock()
+	if e.dead.Load() && e.txMu.TryLock() {
+		e.endTxLocked()
+		e.txMu.Unlock()
+	}
+}
+
+// rxUnlock gives the receive token back; see txUnlock.
+func (e *engine) rxUnlock() {
+	e.rxMu.Unlock()
+	if e.dead.Load() && e.rxMu.TryLock() {
+		e.endRxLocked()
+		e.rxMu.Unlock()
+	}
+}
+
+// endTxLocked ends the transmit role of a failed connection: what is
+// queued and unwritten is dropped (with the region references behind it),
+// the pending Terminate is sent if the stream stands at an FPDU boundary,
+// and the socket is closed. Called with txMu held; idempotent.
+func (e *engine) endTxLocked() {
+	qp := e.qp
+	qp.mu.Lock()
+	if e.txEnded || !e.dead.Load() {
+		qp.mu.Unlock()
+		return
+	}
+	term := e.term
+	e.term = nil
+	qp.mu.Unlock()
+
+	atBoundary := e.tx.abandon()
+	qp.mu.Lock()
+	e.releaseTxRegionsLocked()
+	qp.mu.Unlock()
+
+	if term != nil {
+		var sendErr error
+		if atBoundary {
+			sendErr = e.tx.sendTerminate(e.c, term)
+		} else {
+			sendErr = errMidFPDU
+		}
+		qp.mu.Lock()
+		qp.err = terminateDelivered(qp.err, sendErr)
+		qp.mu.Unlock()
+	}
+	e.c.Close()
+	qp.mu.Lock()
+	e.txEnded = true
+	both := e.rxEnded
+	qp.mu.Unlock()
+	if both {
+		e.finish()
+	}
+	qp.kick() // a parked transmitter goroutine wakes up and exits
+}
+
+// errMidFPDU is why a Terminate could not be sent: a write cut short left
+// part of an FPDU on the stream, after which no FPDU can follow.
+var errMidFPDU = errors.New("the stream stopped in the middle of an FPDU")
+
+// terminateDelivered returns err with the Terminate it reports marked as
+// sent (sendErr nil) or not. The error value is replaced, not changed:
+// whoever read it before keeps what they read.
+func terminateDelivered(err, sendErr error) error {
+	var te *rdmap.TerminateError
+	if !errors.As(err, &te) || te.Remote || te.Delivery != rdmap.DeliveryPending {
+		return err
+	}
+	c := *te
+	if sendErr == nil {
+		c.Delivery = rdmap.DeliverySent
+	} else {
+		c.Delivery, c.DeliveryErr = rdmap.DeliveryFailed, sendErr
+	}
+	return &c
+}
+
+// releaseTxRegionsLocked drops every region reference the transmit side
+// holds: framed responses awaiting their flush and queued ones.
+func (e *engine) releaseTxRegionsLocked() {
+	for i, r := range e.release {
+		r.ReleaseRemote()
+		e.release[i] = nil
+	}
+	e.release = e.release[:0]
+	e.irq.drop()
+}
+
+// endRxLocked ends the receive role of a failed connection. Called with
+// rxMu held; idempotent.
+func (e *engine) endRxLocked() {
+	qp := e.qp
+	qp.mu.Lock()
+	if e.rxEnded || !e.dead.Load() {
+		qp.mu.Unlock()
+		return
+	}
+	e.rxEnded = true
+	both := e.txEnded
+	qp.mu.Unlock()
+	if both {
+		e.finish()
+	}
+}
+
+// finish runs once both roles have ended: every outstanding work request
+// is flushed and the queue pair is closed. Completions for handlers are
+// pending; the goroutine that called finish delivers them once it holds no
+// lock.
 func (e *engine) finish() {
 	qp := e.qp
 	if e.txTimer != nil {
 		e.txTimer.Stop()
 	}
 	qp.mu.Lock()
-	cause := qp.err
-	// A Read whose response was being placed is ended by the same cause.
-	qp.flushLocked(cause)
-	for i := range e.irq {
-		e.irq[i] = irqEntry{}
-	}
-	if qp.state == stateClosing || errors.Is(cause, ErrQPClosed) {
-		qp.state = stateClosed
-	}
+	e.releaseTxRegionsLocked()
+	qp.flushLocked(qp.err)
+	qp.setState(stateClosed, qp.err)
 	qp.mu.Unlock()
-	qp.deliver()
-	close(qp.finished)
+	qp.pd.untrack(e)
 }
 
-// stag conversions between packages.
-func placementFailure(f stag.Failure) ddp.PlacementFailure {
-	switch f {
-	case stag.Invalidated:
-		return ddp.FailInvalidated
-	case stag.PDMismatch:
-		return ddp.FailNotAssociated
-	case stag.AccessRights:
-		return ddp.FailAccessRights
-	case stag.BaseBounds:
-		return ddp.FailBaseBounds
-	case stag.TOWrap:
-		return ddp.FailTOWrap
+// signalDrained tells a graceful Close that the send side is idle. Called
+// with QP.mu held.
+func (e *engine) signalDrained() {
+	if !e.drainOK {
+		e.drainOK = true
+		close(e.drained)
 	}
-	return ddp.FailInvalidSTag
 }

@@ -238,9 +238,13 @@ func (r *ConnRequest) Accept(ctx context.Context, qp *QP, opts ...Option) error 
 		r.c.Close()
 		return err
 	}
-	if err := qp.beginSetup(); err != nil {
+	if err := qp.beginSetup(nil); err != nil {
 		r.c.Close()
 		return err
+	}
+	if !qp.setSetupConn(r.c) {
+		r.c.Close()
+		return qp.setupFailed(ErrQPClosed)
 	}
 	pd := cfg.privateData
 	if r.peerIsGo {
@@ -256,23 +260,21 @@ func (r *ConnRequest) Accept(ctx context.Context, qp *QP, opts ...Option) error 
 			}
 		}
 		r.c.Close()
-		err = fmt.Errorf("iwarp: accepting: %w", err)
-		qp.setupFailed(err)
-		return err
+		return qp.setupFailed(fmt.Errorf("iwarp: accepting: %w", err))
 	}
 	b, err := mpa.AppendFrame(nil, &reply)
 	if err != nil {
 		r.c.Close()
-		qp.setupFailed(err)
-		return err
+		return qp.setupFailed(err)
 	}
 	res.PeerPrivateData = r.privateData
 	e := newEngine(qp, r.c, &res, &cfg, r.peerIsGo)
 	e.txOpen = !res.WaitForPeerFPDU
-	// The Reply goes out under txMu so that no FPDU can precede it.
+	// The Reply goes out under the transmit token so that no FPDU can
+	// precede it.
 	e.txMu.Lock()
 	if err := qp.established(e); err != nil {
-		e.txMu.Unlock()
+		e.txUnlock()
 		return err
 	}
 	if dl, ok := ctx.Deadline(); ok {
@@ -282,13 +284,12 @@ func (r *ConnRequest) Accept(ctx context.Context, qp *QP, opts ...Option) error 
 	}
 	_, err = r.c.Write(b)
 	r.c.SetWriteDeadline(time.Time{})
-	e.txMu.Unlock()
 	if err != nil {
 		err = fmt.Errorf("iwarp: sending the MPA reply: %w", err)
 		e.fail(connectionLost(err), nil)
-		return err
 	}
-	return nil
+	e.txUnlock()
+	return err
 }
 
 // Reject refuses the connection with an MPA Reply with the R bit set,

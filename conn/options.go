@@ -250,9 +250,17 @@ func WithTCPKeepAlive(d time.Duration) Option {
 	})
 }
 
-// WithTCPUserTimeout sets TCP_USER_TIMEOUT: how long sent data may stay
-// unacknowledged before the connection is dropped, so that a peer that
-// vanishes without FIN or RST is detected. Zero keeps the system default.
+// WithTCPUserTimeout bounds how long sent data may stay unacknowledged
+// before the connection is dropped, so that a peer that vanishes without
+// FIN or RST is detected. Zero keeps the system default.
+//
+// Each system has its own socket option for this: TCP_USER_TIMEOUT on
+// Linux, TCP_RXT_CONNDROPTIME on macOS (counted from the first
+// retransmission), TCP_MAXUNACKTIME on FreeBSD 14 and later, TCP_MAXRTMS
+// (or TCP_MAXRT) on Windows; where the option takes whole seconds the
+// timeout is rounded up. Where there is none (FreeBSD 13 and older,
+// OpenBSD, NetBSD, ...), setting up a connection with this option fails
+// with an error that wraps errors.ErrUnsupported.
 func WithTCPUserTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) error {
 		if d < 0 {

@@ -1,15 +1,14 @@
 package conn
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/iwarp-go/iwarp-go/mpa"
-	"github.com/iwarp-go/iwarp-go/stag"
 )
 
 // Errors of posting and of queue-pair state.
@@ -64,54 +63,21 @@ func (c *QPCaps) setDefaults() error {
 	return nil
 }
 
-type qpState uint8
-
-const (
-	stateIdle       qpState = iota // created, not connected
-	stateConnecting                // connection setup under way
-	stateRTS                       // connected: ready to send
-	stateClosing                   // graceful close draining the send queue
-	stateError                     // fatal error: work is being flushed
-	stateClosed                    // closed, all work flushed
-)
-
-func (s qpState) String() string {
-	return [...]string{"idle", "connecting", "rts", "closing", "error", "closed"}[s]
-}
-
 var qpNumbers atomic.Uint32
 
-// sgeRef is an SGE resolved at post time: the bytes it names and the region
-// whose reference the work request holds until it completes.
-type sgeRef struct {
-	region *stag.Region
-	off    uint64 // offset of buf in the region
-	buf    []byte
-}
+// setupPhase is where connection setup stands, for Close.
+type setupPhase uint8
 
-type sendWQE struct {
-	id      uint64
-	op      Op
-	flags   SendFlags
-	nsge    int
-	length  int
-	remote  RemoteAddr
-	invSTag stag.STag
-	done    bool
-	status  WCStatus
-	err     error
-}
-
-type recvWQE struct {
-	id     uint64
-	nsge   int
-	length int
-}
+const (
+	setupWaiting setupPhase = iota // waiting for the peer (TCP connect, MPA frames)
+	setupRTR                       // sending the peer-to-peer RTR: must not be cut short
+)
 
 // QP is a queue pair: a send queue and a receive queue bound to one iWARP
 // connection (one RDMAP stream over one TCP connection). Create it with
 // PD.NewQP, post receives, then connect it with Connect, Client or a
-// Listener's ConnRequest.Accept. All methods are safe for concurrent use.
+// Listener's ConnRequest.Accept. All methods are safe for concurrent use,
+// including from completion handlers.
 type QP struct {
 	pd   *PD
 	scq  *CQ
@@ -119,31 +85,31 @@ type QP struct {
 	qpn  uint32
 	caps QPCaps
 
+	// mu guards everything below; see "Locks and ownership" in doc.go.
 	mu    sync.Mutex
 	state qpState
 	err   error // why the QP left RTS
 
-	sq                     []sendWQE
-	sqSGE                  []sgeRef
-	sqHead, sqNext, sqTail uint32 // oldest incomplete, next to transmit, next free
-
-	rq             []recvWQE
-	rqSGE          []sgeRef
-	rqHead, rqTail uint32 // oldest posted (being filled), next free
+	sq   sendQueue
+	rq   recvQueue
+	recv recvSource // where Sends are placed: &rq
 
 	done     chan struct{} // closed when the QP leaves RTS for good
 	finished chan struct{} // closed when the engine stopped and all work flushed
-	wake     chan struct{} // capacity 1: the transmitter has work
+	wake     chan struct{} // capacity 1: there is transmit work
 
-	// Completions for CQs with a handler wait here, under mu, until the
-	// goroutine that made them has released mu (deliver).
+	// Completions for CQs with a handler wait here until the goroutine
+	// that made them holds no lock of the library (deliver).
 	pend, spare []pendingWC
 	delivering  bool
-	handlers    bool // scq or rcq has a handler
+	deliverIdle *sync.Cond // on mu: delivering went false
+	handlers    bool       // scq or rcq has a handler
 
-	eng       *engine  // nil until the connection is established
-	setupConn net.Conn // the connection while setup runs
-	closeReq  bool     // Close was called during setup
+	eng         *engine            // nil until the connection is established
+	setupConn   net.Conn           // the connection while setup runs
+	setupCancel context.CancelFunc // cuts setup short
+	setupPhase  setupPhase
+	closeReq    bool // Close was called during setup
 }
 
 // NewQP creates a queue pair in pd whose completions go to cq (and to
@@ -166,14 +132,14 @@ func (pd *PD) NewQP(cq *CQ, caps QPCaps) (*QP, error) {
 		rcq:      rcq,
 		qpn:      qpNumbers.Add(1),
 		caps:     caps,
-		sq:       make([]sendWQE, caps.SendDepth),
-		sqSGE:    make([]sgeRef, caps.SendDepth*caps.MaxSendSGE),
-		rq:       make([]recvWQE, caps.RecvDepth),
-		rqSGE:    make([]sgeRef, caps.RecvDepth*caps.MaxRecvSGE),
+		sq:       newSendQueue(caps.SendDepth, caps.MaxSendSGE),
+		rq:       newRecvQueue(caps.RecvDepth, caps.MaxRecvSGE),
 		done:     make(chan struct{}),
 		finished: make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 	}
+	qp.recv = &qp.rq
+	qp.deliverIdle = sync.NewCond(&qp.mu)
 	if cq.handler != nil || rcq.handler != nil {
 		qp.handlers = true
 		n := caps.SendDepth + caps.RecvDepth
@@ -181,52 +147,6 @@ func (pd *PD) NewQP(cq *CQ, caps QPCaps) (*QP, error) {
 		qp.spare = make([]pendingWC, 0, n)
 	}
 	return qp, nil
-}
-
-type pendingWC struct {
-	cq *CQ
-	wc WorkCompletion
-}
-
-// completeLocked delivers a completion to cq: into its ring, or, for a CQ
-// with a handler, into the queue pair's pending list, which deliver hands
-// to the handler once mu is released.
-func (qp *QP) completeLocked(cq *CQ, wc *WorkCompletion) {
-	if cq.handler == nil {
-		cq.push(wc)
-		return
-	}
-	qp.pend = append(qp.pend, pendingWC{cq: cq, wc: *wc})
-}
-
-// deliver calls the handlers for pending completions, without holding mu,
-// one goroutine at a time per queue pair (so in order). Every path that may
-// complete work calls it after unlocking mu.
-func (qp *QP) deliver() {
-	if !qp.handlers {
-		return
-	}
-	qp.mu.Lock()
-	if qp.delivering {
-		qp.mu.Unlock()
-		return // the goroutine delivering now picks these up too
-	}
-	qp.delivering = true
-	for len(qp.pend) > 0 {
-		batch := qp.pend
-		qp.pend = qp.spare[:0]
-		qp.mu.Unlock()
-		for i := range batch {
-			p := &batch[i]
-			p.cq.unreserve(1)
-			p.cq.handler(&p.wc)
-			*p = pendingWC{}
-		}
-		qp.mu.Lock()
-		qp.spare = batch[:0]
-	}
-	qp.delivering = false
-	qp.mu.Unlock()
 }
 
 // QPN returns the queue pair's number, which its completions carry.
@@ -244,241 +164,12 @@ func (qp *QP) Done() <-chan struct{} { return qp.done }
 // Err returns why the queue pair left the connected state: nil while it is
 // connected (or not yet connected), ErrQPClosed after a local Close,
 // ErrPeerClosed after the peer disconnected, or the error that ended it (a
-// *rdmap.TerminateError for a Terminate sent or received).
+// *rdmap.TerminateError for a Terminate sent or received; for one this
+// side sent, its Delivery says whether it reached the socket).
 func (qp *QP) Err() error {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
 	return qp.err
-}
-
-// slot returns the ring position of counter n in a ring of size len.
-func slot(n uint32, size int) int { return int(n % uint32(size)) }
-
-func (qp *QP) sqLen() int { return int(qp.sqTail - qp.sqHead) }
-func (qp *QP) rqLen() int { return int(qp.rqTail - qp.rqHead) }
-
-func (qp *QP) postableLocked() error {
-	switch qp.state {
-	case stateIdle, stateConnecting, stateRTS:
-		return nil
-	case stateClosing:
-		return ErrQPClosed
-	}
-	if qp.err != nil {
-		return fmt.Errorf("%w: %w", ErrQPClosed, qp.err)
-	}
-	return ErrQPClosed
-}
-
-// resolve checks sgl against the queue pair's PD and the rights need, and
-// takes a reference on each region. On failure no reference is kept.
-func (qp *QP) resolve(dst []sgeRef, sgl []SGE, need Access) (int, error) {
-	total := 0
-	for i, s := range sgl {
-		if s.MR == nil {
-			releaseRefs(dst[:i])
-			return 0, fmt.Errorf("%w: SGE %d has no memory region", ErrInvalidWR, i)
-		}
-		if s.Offset < 0 || s.Length < 0 {
-			releaseRefs(dst[:i])
-			return 0, fmt.Errorf("%w: SGE %d has a negative offset or length", ErrInvalidWR, i)
-		}
-		b, f := qp.pd.pd.CheckLocal(s.MR.r, uint64(s.Offset), uint64(s.Length), need)
-		if f != stag.OK {
-			releaseRefs(dst[:i])
-			return 0, fmt.Errorf("%w: SGE %d (%s, offset %d, length %d): %v", ErrInvalidWR, i, s.MR.r, s.Offset, s.Length, f)
-		}
-		if err := s.MR.r.Acquire(); err != nil {
-			releaseRefs(dst[:i])
-			return 0, fmt.Errorf("%w: SGE %d: %v", ErrInvalidWR, i, err)
-		}
-		dst[i] = sgeRef{region: s.MR.r, off: uint64(s.Offset), buf: b}
-		total += s.Length
-		if total > MaxMessage {
-			releaseRefs(dst[:i+1])
-			return 0, fmt.Errorf("%w: message longer than %d bytes", ErrInvalidWR, MaxMessage)
-		}
-	}
-	return total, nil
-}
-
-func releaseRefs(refs []sgeRef) {
-	for i := range refs {
-		if refs[i].region != nil {
-			refs[i].region.Release()
-		}
-		refs[i] = sgeRef{}
-	}
-}
-
-// PostRecv posts a receive buffer for one incoming Send. Receives may be
-// posted before the queue pair is connected.
-func (qp *QP) PostRecv(wr RecvWR) error {
-	qp.mu.Lock()
-	err := qp.postRecvLocked(&wr)
-	qp.mu.Unlock()
-	return err
-}
-
-// PostRecvBatch posts several receives and returns how many were posted.
-func (qp *QP) PostRecvBatch(wrs []RecvWR) (int, error) {
-	qp.mu.Lock()
-	defer qp.mu.Unlock()
-	for i := range wrs {
-		if err := qp.postRecvLocked(&wrs[i]); err != nil {
-			return i, err
-		}
-	}
-	return len(wrs), nil
-}
-
-func (qp *QP) postRecvLocked(wr *RecvWR) error {
-	if err := qp.postableLocked(); err != nil {
-		return err
-	}
-	if len(wr.SGL) > qp.caps.MaxRecvSGE {
-		return fmt.Errorf("%w: %d SGEs, the queue pair takes %d", ErrInvalidWR, len(wr.SGL), qp.caps.MaxRecvSGE)
-	}
-	if qp.rqLen() == len(qp.rq) {
-		return ErrRQFull
-	}
-	i := slot(qp.rqTail, len(qp.rq))
-	refs := qp.rqSGE[i*qp.caps.MaxRecvSGE : (i+1)*qp.caps.MaxRecvSGE]
-	n, err := qp.resolve(refs, wr.SGL, LocalWrite)
-	if err != nil {
-		return err
-	}
-	if err := qp.rcq.reserve(1); err != nil {
-		releaseRefs(refs[:len(wr.SGL)])
-		return err
-	}
-	qp.rq[i] = recvWQE{id: wr.ID, nsge: len(wr.SGL), length: n}
-	qp.rqTail++
-	return nil
-}
-
-// PostSend posts one send-queue work request. It never blocks on the network.
-func (qp *QP) PostSend(wr SendWR) error {
-	qp.mu.Lock()
-	idle := qp.sqNext == qp.sqTail
-	err := qp.postSendLocked(&wr)
-	e := qp.eng
-	qp.mu.Unlock()
-	if err == nil {
-		qp.send(e, idle)
-	}
-	return err
-}
-
-// PostSendBatch posts several work requests at once (one wake-up of the
-// transmitter) and returns how many were posted.
-func (qp *QP) PostSendBatch(wrs []SendWR) (int, error) {
-	qp.mu.Lock()
-	idle := qp.sqNext == qp.sqTail
-	var err error
-	n := 0
-	for n < len(wrs) {
-		if err = qp.postSendLocked(&wrs[n]); err != nil {
-			break
-		}
-		n++
-	}
-	e := qp.eng
-	qp.mu.Unlock()
-	if n > 0 {
-		qp.send(e, idle)
-	}
-	return n, err
-}
-
-// send gets newly posted work going. When the send queue was idle and the
-// transmitter is not busy, the posting goroutine frames the work and writes
-// what the socket takes without waiting (no goroutine hand-off, which is
-// most of a small message's latency); anything left, and every other case,
-// goes to the transmitter goroutine.
-//
-// Posts that follow each other closely (a stream) go to the transmitter
-// instead, which writes them with one writev: the first post after a
-// pause is sent at once, the rest are batched.
-func (qp *QP) send(e *engine, idle bool) {
-	if idle && e != nil {
-		now := nanotime()
-		if now-e.lastInline.Load() > inlineGap && e.txMu.TryLock() {
-			e.lastInline.Store(now)
-			e.transmitNow()
-			e.txMu.Unlock()
-			return
-		}
-	}
-	qp.kick()
-}
-
-// inlineGap is how long after an inline send the next post is batched
-// instead (nanoseconds): longer than back-to-back posts of a stream,
-// shorter than a round trip.
-const inlineGap = 8000
-
-var clockBase = time.Now()
-
-// nanotime is a monotonic clock reading in nanoseconds.
-func nanotime() int64 { return int64(time.Since(clockBase)) }
-
-func (qp *QP) postSendLocked(wr *SendWR) error {
-	if err := qp.postableLocked(); err != nil {
-		return err
-	}
-	op := wr.Op
-	if wr.Flags&Solicited != 0 {
-		switch op {
-		case OpSend:
-			op = OpSendSE
-		case OpSendInv:
-			op = OpSendSEInv
-		case OpSendSE, OpSendSEInv:
-		default:
-			return fmt.Errorf("%w: Solicited flag on %v", ErrInvalidWR, op)
-		}
-	}
-	var need Access
-	switch op {
-	case OpSend, OpSendInv, OpSendSE, OpSendSEInv, OpWrite:
-		need = stag.LocalRead
-	case OpRead:
-		need = LocalWrite
-	case OpLocalInv:
-		if len(wr.SGL) != 0 {
-			return fmt.Errorf("%w: local invalidate takes no SGL", ErrInvalidWR)
-		}
-	default:
-		return fmt.Errorf("%w: unknown operation %v", ErrInvalidWR, wr.Op)
-	}
-	if len(wr.SGL) > qp.caps.MaxSendSGE {
-		return fmt.Errorf("%w: %d SGEs, the queue pair takes %d", ErrInvalidWR, len(wr.SGL), qp.caps.MaxSendSGE)
-	}
-	if qp.sqLen() == len(qp.sq) {
-		return ErrSQFull
-	}
-	i := slot(qp.sqTail, len(qp.sq))
-	refs := qp.sqSGE[i*qp.caps.MaxSendSGE : (i+1)*qp.caps.MaxSendSGE]
-	n, err := qp.resolve(refs, wr.SGL, need)
-	if err != nil {
-		return err
-	}
-	if err := qp.scq.reserve(1); err != nil {
-		releaseRefs(refs[:len(wr.SGL)])
-		return err
-	}
-	qp.sq[i] = sendWQE{
-		id:      wr.ID,
-		op:      op,
-		flags:   wr.Flags,
-		nsge:    len(wr.SGL),
-		length:  n,
-		remote:  wr.Remote,
-		invSTag: wr.InvSTag,
-	}
-	qp.sqTail++
-	return nil
 }
 
 // kick wakes the transmitter.
@@ -486,74 +177,6 @@ func (qp *QP) kick() {
 	select {
 	case qp.wake <- struct{}{}:
 	default:
-	}
-}
-
-// completeSQLocked pushes the completions of finished send work requests,
-// in posting order, and releases their memory references.
-func (qp *QP) completeSQLocked() {
-	for qp.sqHead != qp.sqNext {
-		i := slot(qp.sqHead, len(qp.sq))
-		w := &qp.sq[i]
-		if !w.done {
-			return
-		}
-		qp.finishSendLocked(i, w)
-		qp.sqHead++
-	}
-	qp.checkDrainedLocked()
-}
-
-// checkDrainedLocked tells a graceful Close that everything posted has
-// completed and every Read Request of the peer has been answered. It is
-// called wherever either makes progress.
-func (qp *QP) checkDrainedLocked() {
-	if e := qp.eng; e != nil && qp.state == stateClosing && qp.sqHead == qp.sqTail && e.irqHead == e.irqTail {
-		e.signalDrained()
-	}
-}
-
-func (qp *QP) finishSendLocked(i int, w *sendWQE) {
-	releaseRefs(qp.sqSGE[i*qp.caps.MaxSendSGE : i*qp.caps.MaxSendSGE+w.nsge])
-	if w.status == WCSuccess && w.flags&Signaled == 0 {
-		qp.scq.unreserve(1)
-	} else {
-		wc := WorkCompletion{
-			ID:     w.id,
-			QPN:    qp.qpn,
-			Status: w.status,
-			Op:     w.op.wcOpcode(),
-			err:    w.err,
-		}
-		if w.status == WCSuccess {
-			wc.ByteLen = uint32(w.length)
-		}
-		qp.completeLocked(qp.scq, &wc)
-	}
-	*w = sendWQE{}
-}
-
-// flushLocked completes every outstanding work request with WCWRFlushErr
-// (or the status already recorded for it) once the engine has stopped.
-func (qp *QP) flushLocked(cause error) {
-	for qp.sqHead != qp.sqTail {
-		i := slot(qp.sqHead, len(qp.sq))
-		w := &qp.sq[i]
-		if !w.done {
-			w.status = WCWRFlushErr
-			w.err = cause
-		}
-		qp.finishSendLocked(i, w)
-		qp.sqHead++
-	}
-	qp.sqNext = qp.sqTail
-	for qp.rqHead != qp.rqTail {
-		i := slot(qp.rqHead, len(qp.rq))
-		w := &qp.rq[i]
-		releaseRefs(qp.rqSGE[i*qp.caps.MaxRecvSGE : i*qp.caps.MaxRecvSGE+w.nsge])
-		qp.completeLocked(qp.rcq, &WorkCompletion{ID: w.id, QPN: qp.qpn, Status: WCWRFlushErr, Op: WCRecv, err: cause})
-		*w = recvWQE{}
-		qp.rqHead++
 	}
 }
 
@@ -577,9 +200,13 @@ func (qp *QP) RemoteAddr() net.Addr {
 	return qp.eng.c.RemoteAddr()
 }
 
-// Negotiated returns what MPA connection setup settled (CRC, markers, IRD,
-// ORD, peer-to-peer mode), or nil before the connection is established.
-func (qp *QP) Negotiated() *mpa.Result {
+// Negotiated is what MPA connection setup settled: CRC, markers per
+// direction, IRD, ORD, peer-to-peer mode and the RTR type.
+type Negotiated = mpa.Result
+
+// Negotiated returns what MPA connection setup settled, or nil before the
+// connection is established.
+func (qp *QP) Negotiated() *Negotiated {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
 	if qp.eng == nil || qp.eng.res == nil {
@@ -587,4 +214,39 @@ func (qp *QP) Negotiated() *mpa.Result {
 	}
 	r := *qp.eng.res
 	return &r
+}
+
+// ReadLimits returns the RDMA Read depths in use once connected: ird, the
+// peer's Read Requests this side answers at once (the IRD it advertised),
+// and ord, its own Read Requests it keeps outstanding (the peer's IRD, or
+// the WithPeerIRD assumption where setup exchanged none). Both are 0
+// before the connection is established.
+func (qp *QP) ReadLimits() (ird, ord int) {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	if qp.eng == nil {
+		return 0, 0
+	}
+	return qp.eng.irq.limit, qp.eng.orq.limit
+}
+
+// PeerIsIwarpGo reports whether the connected peer is an iwarp-go
+// endpoint (recognised in the MPA private data); false before connecting.
+func (qp *QP) PeerIsIwarpGo() bool {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return qp.eng != nil && qp.eng.peerIsGo
+}
+
+func (qp *QP) postableLocked() error {
+	switch qp.state {
+	case stateIdle, stateConnecting, stateRTS:
+		return nil
+	case stateClosing:
+		return ErrQPClosed
+	}
+	if qp.err != nil && !errors.Is(qp.err, ErrQPClosed) {
+		return fmt.Errorf("%w: %w", ErrQPClosed, qp.err)
+	}
+	return ErrQPClosed
 }

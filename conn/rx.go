@@ -4,80 +4,219 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"net"
+	"syscall"
 
 	"github.com/iwarp-go/iwarp-go/ddp"
 	"github.com/iwarp-go/iwarp-go/mpa"
 	"github.com/iwarp-go/iwarp-go/rdmap"
 	"github.com/iwarp-go/iwarp-go/stag"
+	"github.com/iwarp-go/iwarp-go/termcode"
 )
 
-// errStop ends the receiver after a Terminate from the peer was handled.
+// rxState is the receive side of a connection, owned by whoever holds the
+// receive token (engine.rxMu).
+type rxState struct {
+	r           *mpa.Reader
+	uq          *ddp.UntaggedQueues
+	tr          ddp.TaggedReceiver
+	hdr         [rdmap.MaxHeaderLen]byte
+	term        [rdmap.MaxTerminateLen]byte
+	word        [8]byte      // an aligned 8-byte Write, stored after its CRC
+	h           rdmap.Header // the FPDU being received (handlers get a pointer)
+	sawFPDU     bool
+	sendRTRWait bool   // a zero-length Send RTR must be the first FPDU
+	readGot     uint32 // bytes of the oldest outstanding Read's response placed
+	pend        rxPending
+}
+
+func (rx *rxState) init(c net.Conn, res *mpa.Result) {
+	rx.r = mpa.NewReader(c, mpa.ReaderConfig{CRC: res.CRC, Markers: res.RecvMarkers, BufferSize: readerBuffer})
+	rx.uq = ddp.NewUntaggedQueues(rdmap.NumQueues)
+}
+
+// rxAction is what a received FPDU does once its CRC is verified.
+type rxAction uint8
+
+const (
+	rxNothing rxAction = iota
+	rxRecvDone
+	rxReadDone
+	rxQueueRead
+	rxTerminate
+	numRxActions
+)
+
+// rxPending is what the FPDU being received will do once its CRC checks:
+// placements that wait for it (an 8-byte store, a copy into a watched
+// region), what hooks to tell, what completes.
+type rxPending struct {
+	action  rxAction
+	msgLen  int
+	flags   WCFlags
+	invSTag uint32
+	irq     irqEntry
+	term    *rdmap.TerminateError
+
+	// A placement into a region with a remote reference (RDMA Write): the
+	// reference is dropped once the bytes are in place.
+	ref     *stag.Region
+	refX    *regionExt
+	refOff  int
+	refLen  int
+	store8  []byte // the 8 aligned bytes to store into (rx.word holds them)
+	staged  *[]byte // a watched region's payload, copied in after the CRC
+	stageTo []byte
+}
+
+// rxHandler checks and places one FPDU of its opcode. It reads the
+// payload; the CRC is verified after it returns, then commit runs.
+type rxHandler func(e *engine, h *rdmap.Header, n int) error
+
+// rxTable is the receive side's opcode table (siw's iwarp_pktinfo is the
+// model): a new opcode is one entry and its handler.
+var rxTable = [16]rxHandler{
+	rdmap.OpWrite:            (*engine).rxWrite,
+	rdmap.OpReadRequest:      (*engine).rxReadRequest,
+	rdmap.OpReadResponse:     (*engine).rxReadResponse,
+	rdmap.OpSend:             (*engine).rxSend,
+	rdmap.OpSendInvalidate:   (*engine).rxSend,
+	rdmap.OpSendSE:           (*engine).rxSend,
+	rdmap.OpSendSEInvalidate: (*engine).rxSend,
+	rdmap.OpTerminate:        (*engine).rxTerminate,
+}
+
+// commitTable carries out what a verified FPDU asked for, by action.
+var commitTable = [numRxActions]func(e *engine, h *rdmap.Header, n int) error{
+	rxNothing:   func(*engine, *rdmap.Header, int) error { return nil },
+	rxRecvDone:  (*engine).commitRecv,
+	rxReadDone:  (*engine).commitRead,
+	rxQueueRead: (*engine).commitQueueRead,
+	rxTerminate: (*engine).commitTerminate,
+}
+
+// errStop ends the receive role after a Terminate from the peer.
 var errStop = errors.New("stop")
 
-// receiver is the goroutine that reads FPDUs, validates them and places
-// their payload directly into registered memory. It never waits for the
-// application or the transmitter: completions go into reserved CQ slots and
-// Read Requests into the IRD-bounded inbound read queue.
+// receiver is the goroutine that usually holds the receive token. It reads
+// FPDUs, validates them and places their payload directly into registered
+// memory. It never waits for the application or the transmitter:
+// completions go into reserved CQ slots and Read Requests into the
+// IRD-bounded inbound read queue. It lets go of the token to run
+// completion handlers.
 func (e *engine) receiver() {
-	defer close(e.rxDone)
-	for {
+	qp := e.qp
+	e.rxMu.Lock()
+	for !e.dead.Load() {
 		if err := e.receiveOne(); err != nil {
 			e.receiveFailed(err)
-			return
+			break
+		}
+		if qp.handlers {
+			e.rxUnlock()
+			qp.deliver()
+			e.rxMu.Lock()
 		}
 	}
+	e.rxUnlock()
+	qp.deliver()
 }
 
 func (e *engine) receiveOne() error {
-	n, err := e.r.Next()
+	rx := &e.rx
+	n, err := rx.r.Next()
 	if err != nil {
 		return err
 	}
-	peek := min(n, rdmap.MaxHeaderLen)
-	b, err := e.r.Peek(peek)
+	b, err := rx.r.Peek(min(n, rdmap.MaxHeaderLen))
 	if err != nil {
 		return err
 	}
-	hb := e.rxHdr[:copy(e.rxHdr[:], b)]
-	h, err := rdmap.Parse(hb, n)
+	hb := rx.hdr[:copy(rx.hdr[:], b)]
+	// The header lives in rx, not on the stack: the handlers behind the
+	// table would make a local one escape, one allocation per FPDU.
+	rx.h, err = rdmap.Parse(hb, n)
 	if err != nil {
 		return err
 	}
-	if err := e.r.Discard(h.Len); err != nil {
+	h := &rx.h
+	if err := rx.r.Discard(h.Len); err != nil {
 		return err
 	}
-	e.rxPend = rxPending{}
-	switch {
-	case h.Op == rdmap.OpWrite:
-		err = e.rxWrite(&h, n)
-	case h.Op == rdmap.OpReadResponse:
-		err = e.rxReadResponse(&h, n)
-	case h.Op.IsSend():
-		err = e.rxSend(&h, n)
-	case h.Op == rdmap.OpReadRequest:
-		err = e.rxReadRequest(&h, n)
-	case h.Op == rdmap.OpTerminate:
-		err = e.rxTerminate(&h, n)
+	if rx.sendRTRWait {
+		return e.checkSendRTR(h, n)
+	}
+	rx.pend = rxPending{}
+	err = rxTable[h.Op](e, h, n)
+	if err == nil {
+		// The CRC covers what was just placed: nothing completes before it
+		// is verified, and a failure ends the stream.
+		err = rx.r.End()
 	}
 	if err != nil {
+		return e.placementFailed(err, h, n)
+	}
+	if err := e.placeAfterCRC(); err != nil {
 		return err
 	}
-	// The CRC covers what was just placed: nothing completes before it
-	// is verified, and a failure ends the stream.
-	if err := e.r.End(); err != nil {
-		return err
-	}
-	e.sendRTRWait = false
-	if !e.sawFPDU {
-		e.sawFPDU = true
+	if !rx.sawFPDU {
+		rx.sawFPDU = true
 		e.openTx()
 	}
-	return e.commit(&h, n)
+	return commitTable[rx.pend.action](e, h, n)
+}
+
+// checkSendRTR takes the first FPDU when a Send RTR was negotiated (RFC
+// 6581): it must be exactly that, a complete zero-length Send (L set, MSN
+// 1, MO 0), which consumes MSN 1 and places nothing. Anything else ends
+// the stream: no receive is ever consumed by it.
+func (e *engine) checkSendRTR(h *rdmap.Header, n int) error {
+	e.rx.sendRTRWait = false
+	u := h.Untagged()
+	if h.Op != rdmap.OpSend || !h.Last || h.PayloadLen != 0 || u == nil || u.MSN() != 1 || u.MO() != 0 {
+		return rdmap.NewError(rdmap.NoMatchingRTR, nil, 0, nil)
+	}
+	if _, err := e.rx.uq.Receive(u, n, 0); err != nil {
+		return err
+	}
+	if err := e.rx.r.End(); err != nil {
+		return err
+	}
+	e.rx.sawFPDU = true
+	e.openTx()
+	return nil
+}
+
+// placementFailed turns the error of an FPDU that failed after its checks
+// into the error that ends the stream, and releases what it held. A
+// placement into a region whose invalidation cut it short is reported as
+// the invalid STag it now is; one into memory that faulted as a local
+// catastrophic error that still names the fault.
+func (e *engine) placementFailed(err error, h *rdmap.Header, n int) error {
+	p := &e.rx.pend
+	var fault *MemoryFaultError
+	switch {
+	case p.ref != nil && e.revoking.Load() == p.ref:
+		err = rdmap.NewError(rdmap.WriteInvalidSTag, e.rx.hdr[:h.Len], n, nil)
+	case errors.As(err, &fault) || errors.Is(err, syscall.EFAULT):
+		err = errors.Join(rdmap.NewError(rdmap.DDPLocalCatastrophic, e.rx.hdr[:h.Len], n, nil), err)
+	}
+	e.dropPending()
+	return err
+}
+
+// extOf returns what the engine needs to know of a region (nil for one
+// registered outside this package).
+func extOf(r *stag.Region) *regionExt {
+	x, _ := r.Attachment().(*regionExt)
+	return x
 }
 
 // rxWrite places an RDMA Write segment into the region its STag names.
 func (e *engine) rxWrite(h *rdmap.Header, n int) error {
-	ts, err := e.tr.Receive(h.Tagged(), n)
+	rx := &e.rx
+	ts, err := rx.tr.Receive(h.Tagged(), n)
 	if err != nil {
 		return err
 	}
@@ -93,86 +232,165 @@ func (e *engine) rxWrite(h *rdmap.Header, n int) error {
 		e.qp.mu.Lock()
 		e.qp.mu.Unlock()
 	}
-	dst, f := e.qp.pd.pd.Lookup(stag.STag(ts.STag), ts.TO, uint64(ts.Len), stag.RemoteWrite)
+	r, dst, f := e.qp.pd.pd.LookupRemote(stag.STag(ts.STag), ts.TO, uint64(ts.Len), stag.RemoteWrite)
 	if f != stag.OK {
-		return rdmap.NewError(rdmap.WriteCondition(placementFailure(f)), e.rxHdr[:h.Len], n, nil)
+		return rdmap.NewError(conditionFor(useWriteSink, f), rx.hdr[:h.Len], n, nil)
 	}
-	return e.r.ReadFull(dst)
+	mr := extOf(r)
+	p := &rx.pend
+	p.ref, p.refX, p.refOff, p.refLen = r, mr, int(ts.TO-r.Base()), ts.Len
+	// Publish the placement before looking at revocations (revokeRemote
+	// does the opposite): one of the two sees the other.
+	e.placing.Store(r)
+	if e.revoking.Load() == r {
+		return rdmap.NewError(rdmap.WriteInvalidSTag, rx.hdr[:h.Len], n, nil)
+	}
+	return e.placeTagged(mr, dst)
+}
+
+// placeTagged reads a tagged segment's payload into dst. An aligned 8-byte
+// segment is stored with one 64-bit store after the CRC checks (what an
+// "atomic write" of librpma relies on); a watched region's payload is
+// staged and copied in under the region's lock after the CRC; memory that
+// may fault is read under the fault guard.
+func (e *engine) placeTagged(mr *regionExt, dst []byte) error {
+	rx := &e.rx
+	switch {
+	case len(dst) == 8 && aligned8(dst):
+		if err := rx.r.ReadFull(rx.word[:]); err != nil {
+			return err
+		}
+		rx.pend.store8 = dst
+		return nil
+	case mr != nil && mr.watch != nil:
+		buf := getStage()
+		if err := rx.r.ReadFull((*buf)[:len(dst)]); err != nil {
+			putStage(buf)
+			return err
+		}
+		rx.pend.staged, rx.pend.stageTo = buf, dst
+		return nil
+	case mr != nil && mr.mayFault:
+		return guardFault(mr, func() error { return rx.r.ReadFull(dst) })
+	}
+	return rx.r.ReadFull(dst)
+}
+
+// placeAfterCRC finishes the placements that wait for the CRC, tells the
+// region's hooks what was placed, and drops the remote reference.
+func (e *engine) placeAfterCRC() error {
+	p := &e.rx.pend
+	if p.ref == nil {
+		return nil
+	}
+	var err error
+	switch {
+	case p.store8 != nil:
+		if p.refX != nil && p.refX.mayFault {
+			err = guardFault(p.refX, func() error { store8(p.store8, e.rx.word[:]); return nil })
+		} else {
+			store8(p.store8, e.rx.word[:])
+		}
+	case p.staged != nil:
+		copyWatched(p.refX, p.stageTo, (*p.staged)[:len(p.stageTo)])
+		putStage(p.staged)
+		p.staged = nil
+	}
+	if err == nil && p.refX != nil && p.refX.hooks != nil {
+		p.refX.hooks.Placed(e.qp, p.refOff, p.refLen)
+	}
+	e.placing.Store(nil)
+	p.ref.ReleaseRemote()
+	p.ref = nil
+	return err
+}
+
+// dropPending releases what a failed FPDU held.
+func (e *engine) dropPending() {
+	p := &e.rx.pend
+	if p.ref != nil {
+		e.placing.Store(nil)
+		p.ref.ReleaseRemote()
+		p.ref = nil
+	}
+	if p.staged != nil {
+		putStage(p.staged)
+		p.staged = nil
+	}
+	if r := p.irq.region; r != nil {
+		r.ReleaseRemote()
+		p.irq.region = nil
+	}
 }
 
 // rxReadResponse places a Read Response segment into the SGL of the oldest
 // outstanding Read (responses come in request order).
 func (e *engine) rxReadResponse(h *rdmap.Header, n int) error {
-	ts, err := e.tr.Receive(h.Tagged(), n)
+	rx := &e.rx
+	ts, err := rx.tr.Receive(h.Tagged(), n)
 	if err != nil {
 		return err
 	}
 	qp := e.qp
 	qp.mu.Lock()
-	if e.orqHead == e.orqTail {
+	ent, ok := e.orq.oldest()
+	if !ok {
 		qp.mu.Unlock()
-		return rdmap.NewError(rdmap.ReadRespUnexpected, e.rxHdr[:h.Len], n, nil)
+		return rdmap.NewError(rdmap.ReadRespUnexpected, rx.hdr[:h.Len], n, nil)
 	}
-	ent := &e.orq[slot(e.orqHead, len(e.orq))]
+	want := *ent
 	var refs []sgeRef
-	if !ent.rtr {
-		i := slot(ent.sqCtr, len(qp.sq))
-		refs = qp.sqSGE[i*qp.caps.MaxSendSGE : i*qp.caps.MaxSendSGE+qp.sq[i].nsge]
+	if !want.rtr {
+		_, refs = qp.sq.at(want.sqCtr)
 	}
 	qp.mu.Unlock()
-	if ts.STag != ent.sinkSTag {
-		return rdmap.NewError(rdmap.ReadRespInvalidSTag, e.rxHdr[:h.Len], n, nil)
+	if ts.STag != want.sinkSTag {
+		return rdmap.NewError(rdmap.ReadRespInvalidSTag, rx.hdr[:h.Len], n, nil)
 	}
-	off := ts.TO - ent.sinkTO
-	if ts.TO < ent.sinkTO || off != uint64(ent.received) || off+uint64(ts.Len) > uint64(ent.size) {
-		return rdmap.NewError(rdmap.ReadRespBaseBounds, e.rxHdr[:h.Len], n, nil)
+	off := ts.TO - want.sinkTO
+	if ts.TO < want.sinkTO || off != uint64(rx.readGot) || off+uint64(ts.Len) > uint64(want.size) {
+		return rdmap.NewError(rdmap.ReadRespBaseBounds, rx.hdr[:h.Len], n, nil)
 	}
 	if err := e.scatter(refs, off, ts.Len); err != nil {
 		return err
 	}
-	ent.received += uint32(ts.Len)
+	rx.readGot += uint32(ts.Len)
 	if ts.Last {
-		if ent.received != ent.size {
-			return rdmap.NewError(rdmap.ReadRespBaseBounds, e.rxHdr[:h.Len], n, nil)
+		if rx.readGot != want.size {
+			return rdmap.NewError(rdmap.ReadRespBaseBounds, rx.hdr[:h.Len], n, nil)
 		}
-		e.rxPend.action = rxReadDone
+		rx.pend.action = rxReadDone
 	}
 	return nil
 }
 
-// rxSend places a Send segment into the buffer of the oldest posted receive.
+// rxSend places a Send segment into the buffer of the receive the message
+// goes into.
 func (e *engine) rxSend(h *rdmap.Header, n int) error {
+	rx := &e.rx
 	qp := e.qp
 	qp.mu.Lock()
 	bufLen := ddp.NoBuffer
-	var refs []sgeRef
-	switch {
-	case e.sendRTRWait:
-		bufLen = 0 // the RFC 6581 zero-length Send RTR uses no buffer
-	case qp.rqLen() > 0:
-		i := slot(qp.rqHead, len(qp.rq))
-		bufLen = qp.rq[i].length
-		refs = qp.rqSGE[i*qp.caps.MaxRecvSGE : i*qp.caps.MaxRecvSGE+qp.rq[i].nsge]
+	w, refs, ok := qp.recv.next()
+	if ok {
+		bufLen = w.length
 	}
 	qp.mu.Unlock()
-	us, err := e.uq.Receive(h.Untagged(), n, bufLen)
+	us, err := rx.uq.Receive(h.Untagged(), n, bufLen)
 	if err != nil {
 		return err
-	}
-	if e.sendRTRWait {
-		return nil
 	}
 	if err := e.scatter(refs, uint64(us.MO), us.Len); err != nil {
 		return err
 	}
 	if us.Last {
-		e.rxPend = rxPending{action: rxRecvDone, msgLen: us.MsgLen}
+		rx.pend = rxPending{action: rxRecvDone, msgLen: us.MsgLen}
 		if h.Op.Solicited() {
-			e.rxPend.flags |= WCSolicited
+			rx.pend.flags |= WCSolicited
 		}
 		if h.Op.Invalidates() {
-			e.rxPend.flags |= WCWithInv
-			e.rxPend.invSTag = h.InvalidateSTag()
+			rx.pend.flags |= WCWithInv
+			rx.pend.invSTag = h.InvalidateSTag()
 		}
 	}
 	return nil
@@ -181,99 +399,129 @@ func (e *engine) rxSend(h *rdmap.Header, n int) error {
 // rxReadRequest validates a peer's RDMA Read Request; once its CRC is
 // verified it joins the inbound read queue.
 func (e *engine) rxReadRequest(h *rdmap.Header, n int) error {
+	rx := &e.rx
 	// The 28-byte Read Request header is the DDP payload of its segment.
-	if _, err := e.uq.Receive(h.Untagged(), n, rdmap.ReadRequestBodyLen); err != nil {
+	if _, err := rx.uq.Receive(h.Untagged(), n, rdmap.ReadRequestBodyLen); err != nil {
 		return err
 	}
 	rr := h.ReadRequest()
 	qp := e.qp
 	qp.mu.Lock()
-	full := int(e.irqTail-e.irqHead) >= e.irdLimit
+	full := e.irq.full()
 	qp.mu.Unlock()
 	if full {
-		return rdmap.NewError(rdmap.ReadReqIRDExceeded, e.rxHdr[:h.Len], n, rr)
+		return rdmap.NewError(rdmap.ReadReqIRDExceeded, rx.hdr[:h.Len], n, rr)
 	}
 	size := uint64(rr.Size())
-	if rr.SinkTO()+size < rr.SinkTO() {
-		return rdmap.NewError(rdmap.ReadReqMalformed, e.rxHdr[:h.Len], n, rr)
+	// The response's segments must pass the requester's check that TO +
+	// length does not wrap 64 bits (RFC 5041 §7.1 tagged check 5, by which
+	// a sink range ending exactly at 2^64 wraps too).
+	if size > 0 && rr.SinkTO() > math.MaxUint64-size {
+		return rdmap.NewError(rdmap.ReadReqMalformed, rx.hdr[:h.Len], n, rr)
 	}
-	var src []byte
+	ent := irqEntry{sinkSTag: rr.SinkSTag(), sinkTO: rr.SinkTO()}
+	copy(ent.req[:], rx.hdr[:rdmap.ReadRequestHeaderLen])
 	if size > 0 {
 		// A zero-length Read (the RFC 6581 Read RTR among others) moves
 		// nothing, so its source is not looked up (siw does the same).
-		var f stag.Failure
-		src, f = qp.pd.pd.Lookup(stag.STag(rr.SrcSTag()), rr.SrcTO(), size, stag.RemoteRead)
+		r, src, f := qp.pd.pd.LookupRemote(stag.STag(rr.SrcSTag()), rr.SrcTO(), size, stag.RemoteRead)
 		if f != stag.OK {
-			return rdmap.NewError(rdmap.ReadReqSourceCondition(placementFailure(f)), e.rxHdr[:h.Len], n, rr)
+			return rdmap.NewError(conditionFor(useReadSource, f), rx.hdr[:h.Len], n, rr)
 		}
+		ent.region, ent.src, ent.srcOff = r, src, int(rr.SrcTO()-r.Base())
 	}
-	e.rxPend = rxPending{action: rxQueueRead, irq: irqEntry{src: src, sinkSTag: rr.SinkSTag(), sinkTO: rr.SinkTO()}}
+	rx.pend = rxPending{action: rxQueueRead, irq: ent}
 	return nil
 }
 
 // rxTerminate decodes a Terminate from the peer; it ends the connection.
 func (e *engine) rxTerminate(h *rdmap.Header, n int) error {
-	k := copy(e.rxTerm[:], e.rxHdr[:h.Len])
-	take := min(n-h.Len, len(e.rxTerm)-k)
-	if err := e.r.ReadFull(e.rxTerm[k : k+take]); err != nil {
+	rx := &e.rx
+	k := copy(rx.term[:], rx.hdr[:h.Len])
+	take := min(n-h.Len, len(rx.term)-k)
+	if err := rx.r.ReadFull(rx.term[k : k+take]); err != nil {
 		return err
 	}
-	rt, err := rdmap.ParseTerminate(e.rxTerm[:k+take])
+	rt, err := rdmap.ParseTerminate(rx.term[:k+take])
 	if err != nil {
 		return err
 	}
-	e.rxPend = rxPending{action: rxTerminate, term: rt.Err()}
+	rx.pend = rxPending{action: rxTerminate, term: rt.Err()}
 	return nil
 }
 
-// commit carries out what a verified FPDU asked for.
-func (e *engine) commit(h *rdmap.Header, n int) error {
+func (e *engine) commitRecv(h *rdmap.Header, n int) error {
 	qp := e.qp
-	p := &e.rxPend
-	switch p.action {
-	case rxRecvDone:
-		if p.flags&WCWithInv != 0 {
-			switch f := qp.pd.pd.RemoteInvalidate(stag.STag(p.invSTag)); f {
-			case stag.OK:
-			case stag.CannotInvalidatePD:
-				return rdmap.NewError(rdmap.SendInvProtection, e.rxHdr[:h.Len], n, nil)
-			default:
-				return rdmap.NewError(rdmap.SendInvCannotInvalidate, e.rxHdr[:h.Len], n, nil)
-			}
+	p := &e.rx.pend
+	if p.flags&WCWithInv != 0 {
+		if f := qp.pd.pd.RemoteInvalidate(stag.STag(p.invSTag)); f != stag.OK {
+			return rdmap.NewError(conditionFor(useInvalidate, f), e.rx.hdr[:h.Len], n, nil)
 		}
-		qp.mu.Lock()
-		i := slot(qp.rqHead, len(qp.rq))
-		w := &qp.rq[i]
-		releaseRefs(qp.rqSGE[i*qp.caps.MaxRecvSGE : i*qp.caps.MaxRecvSGE+w.nsge])
-		wc := WorkCompletion{ID: w.id, QPN: qp.qpn, Op: WCRecv, Flags: p.flags, ByteLen: uint32(p.msgLen), InvSTag: p.invSTag}
-		*w = recvWQE{}
-		qp.rqHead++
-		qp.completeLocked(qp.rcq, &wc)
-		qp.mu.Unlock()
-		qp.deliver()
-	case rxReadDone:
-		qp.mu.Lock()
-		ent := &e.orq[slot(e.orqHead, len(e.orq))]
-		if !ent.rtr {
-			qp.sq[slot(ent.sqCtr, len(qp.sq))].done = true
+		// Accesses of other connections still under way end before the
+		// receive completes: after it, nothing touches that memory.
+		if r := qp.pd.pd.Find(stag.STag(p.invSTag)); r != nil {
+			revokeRemote(qp.pd, r)
 		}
-		*ent = orqEntry{}
-		e.orqHead++
-		qp.completeSQLocked()
-		qp.mu.Unlock()
-		qp.deliver()
-		e.sendSoon() // an ORD credit is free; fenced work may run
-	case rxQueueRead:
-		qp.mu.Lock()
-		e.irq[slot(e.irqTail, len(e.irq))] = p.irq
-		e.irqTail++
-		qp.mu.Unlock()
-		e.sendSoon()
-	case rxTerminate:
-		e.fail(p.term, nil)
-		return errStop
+	}
+	qp.mu.Lock()
+	err := qp.completeRecvLocked(p)
+	qp.mu.Unlock()
+	if err != nil {
+		return rdmap.NewError(rdmap.RDMAPLocalCatastrophic, nil, 0, nil)
 	}
 	return nil
+}
+
+func (e *engine) commitRead(*rdmap.Header, int) error {
+	qp := e.qp
+	qp.mu.Lock()
+	ent, ok := e.orq.oldest()
+	if ok {
+		if !ent.rtr {
+			w, _ := qp.sq.at(ent.sqCtr)
+			w.done = true
+		}
+		e.orq.pop()
+		qp.completeSQLocked()
+	}
+	qp.mu.Unlock()
+	e.rx.readGot = 0
+	e.sendSoon() // an ORD credit is free; fenced work may run
+	return nil
+}
+
+func (e *engine) commitQueueRead(*rdmap.Header, int) error {
+	qp := e.qp
+	p := &e.rx.pend
+	ent := p.irq
+	p.irq = irqEntry{}
+	ent.state = irqReady
+	var hooks RegionHooks
+	if ent.region != nil {
+		if mr := extOf(ent.region); mr != nil && mr.hooks != nil {
+			hooks, ent.state = mr.hooks, irqHeld
+		}
+	}
+	qp.mu.Lock()
+	if qp.state >= stateError {
+		qp.mu.Unlock()
+		if ent.region != nil {
+			ent.region.ReleaseRemote()
+		}
+		return nil
+	}
+	ctr, gen := e.irq.push(ent)
+	qp.mu.Unlock()
+	if hooks != nil {
+		hooks.ReadRequested(qp, ent.srcOff, len(ent.src), ReadRelease{e: e, ctr: ctr, gen: gen})
+	}
+	e.sendSoon()
+	return nil
+}
+
+func (e *engine) commitTerminate(*rdmap.Header, int) error {
+	e.fail(e.rx.pend.term, nil)
+	return errStop
 }
 
 // scatter reads n payload bytes into the SGL refs, starting off bytes into
@@ -289,8 +537,18 @@ func (e *engine) scatter(refs []sgeRef, off uint64, n int) error {
 			continue
 		}
 		take := min(uint64(n), l-off)
-		if err := e.r.ReadFull(r.buf[off : off+take]); err != nil {
+		dst := r.buf[off : off+take]
+		var err error
+		if mr := extOf(r.region); mr != nil && (mr.mayFault || mr.watch != nil) {
+			err = e.placeLocal(mr, dst)
+		} else {
+			err = e.rx.r.ReadFull(dst)
+		}
+		if err != nil {
 			return err
+		}
+		if mr := extOf(r.region); mr != nil && mr.hooks != nil {
+			mr.hooks.Placed(e.qp, int(r.off+off), int(take))
 		}
 		n -= int(take)
 		off = 0
@@ -299,6 +557,21 @@ func (e *engine) scatter(refs []sgeRef, off uint64, n int) error {
 		return rdmap.NewError(rdmap.DDPLocalCatastrophic, nil, 0, nil)
 	}
 	return nil
+}
+
+// placeLocal reads into local memory of a watched or faultable region.
+func (e *engine) placeLocal(mr *regionExt, dst []byte) error {
+	if mr.watch != nil {
+		buf := getStage()
+		defer putStage(buf)
+		b := (*buf)[:len(dst)]
+		if err := e.rx.r.ReadFull(b); err != nil {
+			return err
+		}
+		copyWatched(mr, dst, b)
+		return nil
+	}
+	return guardFault(mr, func() error { return e.rx.r.ReadFull(dst) })
 }
 
 // openTx lets the transmitter send (the responder saw the initiator's
@@ -310,17 +583,25 @@ func (e *engine) openTx() {
 	e.qp.kick()
 }
 
-// receiveFailed ends the connection after the receiver stopped.
+// receiveFailed ends the connection after the receive role stopped.
 func (e *engine) receiveFailed(err error) {
-	var coded interface{ TerminateCode() uint16 }
+	var coded termcode.Code
 	switch {
 	case err == errStop:
+	case e.dead.Load():
+		// The connection ended elsewhere first (Close, Abort, a revocation
+		// whose placement was not this one): this error is its echo.
 	case errors.Is(err, io.EOF):
 		e.fail(ErrPeerClosed, nil)
 	case errors.Is(err, mpa.ErrConnectionLost):
 		e.fail(connectionLost(err), nil)
 	case errors.As(err, &coded):
 		e.failTerminate(err)
+	case e.revoking.Load() != nil:
+		// An invalidation cut a read short just after this connection's
+		// placement into the region ended: its Write raced with the
+		// invalidation, and the stream cannot go on from a cut read.
+		e.failTerminate(fmt.Errorf("%w: %w", rdmap.NewError(rdmap.RDMAPLocalCatastrophic, nil, 0, nil), err))
 	default:
 		e.fail(connectionLost(err), nil)
 	}

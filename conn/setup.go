@@ -36,18 +36,16 @@ func (qp *QP) Connect(ctx context.Context, network, addr string, opts ...Option)
 	if err != nil {
 		return err
 	}
-	if err := qp.beginSetup(); err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.setupTimeout)
 	defer cancel()
+	if err := qp.beginSetup(cancel); err != nil {
+		return err
+	}
 	var d net.Dialer
 	d.KeepAlive = cfg.keepAlive
 	c, err := d.DialContext(ctx, network, addr)
 	if err != nil {
-		err = fmt.Errorf("iwarp: connect %s: %w", addr, err)
-		qp.setupFailed(err)
-		return err
+		return qp.setupFailed(fmt.Errorf("iwarp: connect %s: %w", addr, err))
 	}
 	return qp.client(ctx, c, &cfg)
 }
@@ -60,32 +58,31 @@ func (qp *QP) Client(ctx context.Context, c net.Conn, opts ...Option) error {
 	if err != nil {
 		return err
 	}
-	if err := qp.beginSetup(); err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.setupTimeout)
 	defer cancel()
+	if err := qp.beginSetup(cancel); err != nil {
+		return err
+	}
 	return qp.client(ctx, c, &cfg)
 }
 
 func (qp *QP) client(ctx context.Context, c net.Conn, cfg *config) error {
 	if err := tuneSocket(c, cfg); err != nil {
 		c.Close()
-		qp.setupFailed(err)
-		return err
+		return qp.setupFailed(err)
 	}
 	c = tapped(c, cfg)
-	qp.mu.Lock()
-	qp.setupConn = c
-	qp.mu.Unlock()
+	if !qp.setSetupConn(c) {
+		c.Close()
+		return qp.setupFailed(ErrQPClosed)
+	}
 	pd := cfg.privateData
 	if !cfg.noTrailer {
 		if !cfg.mpa.PeerIsIwarpGo && len(pd)+peerTrailerLen > mpa.SiwMaxPrivateData {
 			err := fmt.Errorf("iwarp: connection setup: %w: %d bytes of private data, and iwarp-go's %d-byte peer trailer, exceed the %d bytes a peer that may be siw takes (at most %d with the trailer; WithoutPeerTrailer drops it)",
 				mpa.ErrSiwLimit, len(pd), peerTrailerLen, mpa.SiwMaxPrivateData, mpa.SiwMaxPrivateData-peerTrailerLen)
 			c.Close()
-			qp.setupFailed(err)
-			return err
+			return qp.setupFailed(err)
 		}
 		pd = appendPeerTrailer(pd)
 	}
@@ -97,9 +94,7 @@ func (qp *QP) client(ctx context.Context, c net.Conn, cfg *config) error {
 			sendSetupTerminate(c, me)
 		}
 		c.Close()
-		err = fmt.Errorf("iwarp: connection setup: %w", err)
-		qp.setupFailed(err)
-		return err
+		return qp.setupFailed(fmt.Errorf("iwarp: connection setup: %w", err))
 	}
 	app, isGo := splitPeerTrailer(res.PeerPrivateData)
 	res.PeerPrivateData = app
@@ -113,15 +108,17 @@ func (qp *QP) client(ctx context.Context, c net.Conn, cfg *config) error {
 	}
 	if res.SendRTR {
 		// The RTR is the first FPDU, and toward siw it must not race its
-		// hook-up either; it is sent whatever ctx says.
+		// hook-up either; it is sent whatever ctx says, and Close waits
+		// for it.
+		qp.mu.Lock()
+		qp.setupPhase = setupRTR
+		qp.mu.Unlock()
 		if delay > 0 {
 			time.Sleep(delay)
 		}
 		if err := e.sendRTR(cfg.setupTimeout); err != nil {
 			c.Close()
-			err = fmt.Errorf("iwarp: sending the RTR: %w", err)
-			qp.setupFailed(err)
-			return err
+			return qp.setupFailed(fmt.Errorf("iwarp: sending the RTR: %w", err))
 		}
 		e.txOpen = true
 	} else if delay > 0 {
@@ -132,18 +129,19 @@ func (qp *QP) client(ctx context.Context, c net.Conn, cfg *config) error {
 	return qp.established(e)
 }
 
-// established makes e the queue pair's running connection.
+// established makes e the queue pair's running connection. A Close that
+// came during setup closes it now; the caller then reports ErrQPClosed.
 func (qp *QP) established(e *engine) error {
 	qp.mu.Lock()
 	qp.eng = e
-	qp.setupConn = nil
+	qp.setupConn, qp.setupCancel = nil, nil
 	closing := qp.closeReq
-	qp.state = stateRTS
+	qp.setState(stateRTS, nil)
 	qp.mu.Unlock()
 	e.start()
 	qp.kick()
 	if closing {
-		go qp.Close()
+		e.fail(ErrQPClosed, nil)
 		return ErrQPClosed
 	}
 	return nil
@@ -157,25 +155,22 @@ func (e *engine) sendRTR(timeout time.Duration) error {
 	e.c.SetWriteDeadline(time.Now().Add(timeout))
 	defer e.c.SetWriteDeadline(time.Time{})
 	var hdr []byte
+	tx := &e.tx
 	switch e.res.RTR {
 	case mpa.RTRRead:
-		e.orq[0] = orqEntry{rtr: true, sinkSTag: 1}
-		e.orqTail = 1
-		hdr = rdmap.AppendReadRequest(e.hdr[:0], e.rreqMSN, rdmap.ReadRequestFields{SinkSTag: 1, SrcSTag: 1})
-		e.rreqMSN++
+		e.orq.push(orqEntry{rtr: true, sinkSTag: 1})
+		hdr = rdmap.AppendReadRequest(tx.hdr[:0], tx.rreqMSN, rdmap.ReadRequestFields{SinkSTag: 1, SrcSTag: 1})
+		tx.rreqMSN++
 	case mpa.RTRSend:
-		hdr = rdmap.AppendSend(e.hdr[:0], rdmap.OpSend, true, 0, e.sendMSN, 0)
-		e.sendMSN++
+		hdr = rdmap.AppendSend(tx.hdr[:0], rdmap.OpSend, true, 0, tx.sendMSN, 0)
+		tx.sendMSN++
 	default:
-		hdr = rdmap.AppendWrite(e.hdr[:0], true, 1, 0)
+		hdr = rdmap.AppendWrite(tx.hdr[:0], true, 1, 0)
 	}
-	if err := e.w.Begin(hdr); err != nil {
+	if err := tx.w.WriteFPDU(hdr); err != nil {
 		return err
 	}
-	if err := e.w.End(); err != nil {
-		return err
-	}
-	return e.w.Flush()
+	return tx.w.Flush()
 }
 
 // sendSetupTerminate reports a failed MPA exchange to the peer (initiator
@@ -190,31 +185,52 @@ func sendSetupTerminate(c net.Conn, err error) {
 	}
 }
 
-func (qp *QP) beginSetup() error {
+// beginSetup moves an idle queue pair into setup; cancel, if set, cuts
+// the setup short (Close).
+func (qp *QP) beginSetup(cancel context.CancelFunc) error {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
 	if qp.state != stateIdle {
 		return fmt.Errorf("%w: connect on a %s queue pair", ErrQPState, qp.state)
 	}
-	qp.state = stateConnecting
+	qp.setState(stateConnecting, nil)
+	qp.setupCancel = cancel
+	qp.setupPhase = setupWaiting
 	return nil
 }
 
-// setupFailed ends a queue pair whose connection setup failed.
-func (qp *QP) setupFailed(err error) {
+// setSetupConn records the connection setup runs on, so that Close can cut
+// it; false if Close came first.
+func (qp *QP) setSetupConn(c net.Conn) bool {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	qp.setupConn = c
+	return !qp.closeReq
+}
+
+// setupFailed ends a queue pair whose connection setup failed, and returns
+// the error its caller reports: err, or ErrQPClosed (with err's reason)
+// when Close cut the setup short.
+func (qp *QP) setupFailed(err error) error {
 	qp.mu.Lock()
 	if qp.state != stateConnecting {
 		qp.mu.Unlock()
-		return
+		return err
 	}
-	qp.state = stateError
-	qp.err = err
-	qp.setupConn = nil
-	close(qp.done)
-	qp.flushLocked(err)
+	cause := err
+	if qp.closeReq {
+		cause = ErrQPClosed
+		if err != ErrQPClosed {
+			err = fmt.Errorf("%w (setup cut short: %v)", ErrQPClosed, err)
+		}
+	}
+	qp.setupConn, qp.setupCancel = nil, nil
+	qp.setState(stateError, cause)
+	qp.flushLocked(cause)
+	qp.setState(stateClosed, cause)
 	qp.mu.Unlock()
 	qp.deliver()
-	close(qp.finished)
+	return err
 }
 
 // tapped wraps c in the configured tap. Socket options and the MSS are read

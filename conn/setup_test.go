@@ -142,7 +142,8 @@ func TestSetup_Rev1_PeerIRD(t *testing.T) {
 			n := client.qp.Negotiated()
 			require.Equal(t, uint8(1), n.Revision)
 			require.False(t, n.IRDORDKnown)
-			require.Equal(t, 2, client.qp.eng.ordLimit)
+			_, ord := client.qp.ReadLimits()
+			require.Equal(t, 2, ord)
 			source := server.register(t, 4096, RemoteRead)
 			copy(source.Bytes(), pattern(4096, 4))
 			sink := client.register(t, 8*4096, LocalWrite)
@@ -217,7 +218,7 @@ func TestSetup_AcceptPrivateData(t *testing.T) {
 	require.NoError(t, client.qp.Connect(ctx, "tcp", ln.Addr().String(), WithPrivateData([]byte("hello"))))
 	require.NoError(t, <-errc)
 	require.Equal(t, "welcome", string(client.qp.Negotiated().PeerPrivateData))
-	require.True(t, client.qp.eng.peerIsGo)
+	require.True(t, client.qp.PeerIsIwarpGo())
 	client.qp.Close()
 	server.qp.Close()
 }

@@ -1,15 +1,21 @@
 package conn
 
 import (
+	"fmt"
+	"math"
 	"net"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
+// The socket options that need more than package net live in one file per
+// system: sockopt_unix.go and sockopt_windows.go read the MSS;
+// sockopt_linux.go, sockopt_darwin.go, sockopt_freebsd.go and
+// sockopt_windows.go set the TCP user timeout with the option each system
+// has for it, and sockopt_other.go refuses it elsewhere.
+
 // tcpMSS returns the connection's TCP maximum segment size, or 0 if it is
-// not a TCP socket.
+// not a TCP socket or the system does not say.
 func tcpMSS(c net.Conn) int {
 	sc, ok := rawConn(c).(syscall.Conn)
 	if !ok {
@@ -20,11 +26,7 @@ func tcpMSS(c net.Conn) int {
 		return 0
 	}
 	mss := 0
-	raw.Control(func(fd uintptr) {
-		if v, err := unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_MAXSEG); err == nil {
-			mss = v
-		}
-	})
+	raw.Control(func(fd uintptr) { mss = tcpMaxSeg(fd) })
 	return mss
 }
 
@@ -50,13 +52,20 @@ func tuneSocket(c net.Conn, cfg *config) error {
 			return err
 		}
 		var serr error
-		err = raw.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(cfg.userTimeout/time.Millisecond))
-		})
-		if err != nil {
+		if err := raw.Control(func(fd uintptr) { serr = setUserTimeout(fd, cfg.userTimeout) }); err != nil {
 			return err
 		}
-		return serr
+		if serr != nil {
+			return fmt.Errorf("iwarp: setting the TCP user timeout: %w", serr)
+		}
 	}
 	return nil
+}
+
+// ceilUnits converts d to whole units, rounding up so that a positive
+// timeout never becomes 0 (the system default), and capping it at what a
+// C int option holds.
+func ceilUnits(d, unit time.Duration) int {
+	n := (d + unit - 1) / unit
+	return int(min(n, math.MaxInt32))
 }

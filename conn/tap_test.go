@@ -61,7 +61,7 @@ func TestTap_WithoutPeerTrailer(t *testing.T) {
 	checkLeaks(t)
 	var ct countingTap
 	client, server := connectPair(t, pairConfig{clientOpts: []Option{WithTap(&ct), WithoutPeerTrailer(), WithoutP2P()}})
-	require.False(t, server.qp.eng.peerIsGo)
-	require.False(t, client.qp.eng.peerIsGo)
+	require.False(t, server.qp.PeerIsIwarpGo())
+	require.False(t, client.qp.PeerIsIwarpGo())
 	require.Equal(t, int64(20+4), ct.out.Load(), "Request: header and IRD/ORD block only")
 }

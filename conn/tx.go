@@ -1,69 +1,126 @@
 package conn
 
 import (
+	"errors"
+	"net"
+	"syscall"
 	"time"
 
+	"github.com/iwarp-go/iwarp-go/ddp"
+	"github.com/iwarp-go/iwarp-go/mpa"
 	"github.com/iwarp-go/iwarp-go/rdmap"
 	"github.com/iwarp-go/iwarp-go/stag"
 )
 
-// transmitter is the goroutine that frames and sends: send-queue messages,
-// Read Responses and, at the end, a Terminate. It exits when the
-// connection has failed or closed, then waits for the receiver and flushes
-// outstanding work.
+type txKind uint8
+
+const (
+	txNone txKind = iota
+	txSQ          // a send-queue message being segmented
+	txIRQ         // a Read Response being segmented
+)
+
+// txState is the transmit side of a connection, owned by whoever holds the
+// transmit token (engine.txMu). Bytes reach the socket in the order they
+// are framed under it, and MSNs are assigned under it.
+type txState struct {
+	w          *mpa.Writer
+	seg        ddp.Segmenter
+	hdr        [rdmap.MaxTerminateLen]byte
+	segPayload [][]byte
+	pieces     [][]byte
+	cur        txKind
+	curCtr     uint32 // SQ or IRQ counter of the current message
+	curX      *regionExt    // the region a Read Response reads, for fault containment
+	sendMSN    uint32
+	rreqMSN    uint32
+	preferIRQ  bool
+	sent       []uint32 // SQ counters of messages whose last FPDU awaits the flush
+}
+
+func (tx *txState) init(c net.Conn, res *mpa.Result) {
+	tx.w = mpa.NewWriter(c, mpa.WriterConfig{CRC: res.CRC, Markers: res.SendMarkers})
+	tx.segPayload = make([][]byte, 0, MaxSGE+1)
+	tx.pieces = make([][]byte, 0, MaxSGE)
+	tx.sendMSN, tx.rreqMSN = 1, 1
+	tx.sent = make([]uint32, 0, maxBatchFPDUs)
+}
+
+// abandon drops the message being framed and everything queued and not
+// yet written; it reports whether the stream stands at an FPDU boundary.
+func (tx *txState) abandon() bool {
+	tx.cur, tx.curX = txNone, nil
+	tx.sent = tx.sent[:0]
+	return tx.w.Abandon()
+}
+
+// sendTerminate sends t as the stream's last FPDU, bounded in time.
+func (tx *txState) sendTerminate(c net.Conn, t *rdmap.Terminate) error {
+	c.SetWriteDeadline(time.Now().Add(terminateTimeout))
+	if err := tx.w.WriteFPDU(rdmap.AppendTerminate(tx.hdr[:0], t)); err != nil {
+		return err
+	}
+	return tx.w.Flush()
+}
+
+// transmitter is the goroutine that usually holds the transmit token: it
+// frames and sends send-queue messages and Read Responses whenever there
+// is work, and runs send-completion handlers with the token released.
 func (e *engine) transmitter() {
 	qp := e.qp
-	defer func() {
-		e.c.Close()
-		<-e.rxDone
-		close(e.txDone)
-		e.finish()
-	}()
 	for {
-		if !e.transmit() {
+		e.txMu.Lock()
+		e.transmit()
+		e.txUnlock()
+		qp.deliver()
+		qp.mu.Lock()
+		over := e.txEnded
+		qp.mu.Unlock()
+		if over {
 			return
 		}
 		<-qp.wake
 	}
 }
 
-// transmit sends everything that is ready. It returns false when the
-// connection is over (after sending a pending Terminate).
-func (e *engine) transmit() bool {
-	e.txMu.Lock()
-	defer e.txMu.Unlock()
+// transmit sends everything that is ready, blocking on the socket. On a
+// failed connection it ends the transmit role. Called with txMu held.
+func (e *engine) transmit() {
 	for {
 		more, alive := e.fill()
-		if e.w.Pending() > 0 {
-			if err := e.w.Flush(); err != nil {
-				e.fail(connectionLost(err), nil)
-				return false
+		if !alive {
+			e.endTxLocked()
+			return
+		}
+		if e.tx.w.Pending() > 0 {
+			if err := e.tx.w.Flush(); err != nil {
+				e.writeFailed(err)
+				e.endTxLocked()
+				return
 			}
 			e.afterFlush()
 		}
-		if !alive {
-			return false
-		}
 		if !more {
-			return true
+			return
 		}
 	}
 }
 
 // transmitNow is the non-blocking form of transmit, for goroutines that
-// must not wait on the network (posting, the receiver): it frames one
-// batch and writes what the socket takes now; whatever remains is left to
-// the transmitter goroutine. The caller holds txMu.
+// must not wait on the network (posting, the receive token holder): it
+// frames one batch and writes what the socket takes now; whatever remains
+// is left to the transmitter goroutine. Called with txMu held.
 func (e *engine) transmitNow() {
-	if e.dead.Load() {
-		e.qp.kick() // the transmitter sends the Terminate and cleans up
+	more, alive := e.fill()
+	if !alive {
+		e.endTxLocked()
 		return
 	}
-	more, alive := e.fill()
-	if e.w.Pending() > 0 {
-		done, err := e.w.TryFlush()
+	if e.tx.w.Pending() > 0 {
+		done, err := e.tx.w.TryFlush()
 		if err != nil {
-			e.fail(connectionLost(err), nil)
+			e.writeFailed(err)
+			e.endTxLocked()
 			return
 		}
 		if done {
@@ -72,30 +129,43 @@ func (e *engine) transmitNow() {
 			more = true
 		}
 	}
-	if more || !alive {
+	if more {
 		e.qp.kick()
 	}
 }
 
-// sendSoon is send for the receiver: it answers Read Requests and unblocks
-// queued work without a hand-off when it can.
+// writeFailed ends the connection after a write error. A fault on memory
+// registered with MayFault (EFAULT from writev) is reported as such.
+func (e *engine) writeFailed(err error) {
+	if errors.Is(err, syscall.EFAULT) {
+		te := rdmap.LocalTerminateError(errors.Join(rdmap.NewError(rdmap.RDMAPLocalCatastrophic, nil, 0, nil), err))
+		t := te.Terminate
+		e.fail(te, &t)
+		return
+	}
+	e.fail(connectionLost(err), nil)
+}
+
+// sendSoon is send for the receive token holder: it answers Read Requests
+// and unblocks queued work without a hand-off when it can.
 func (e *engine) sendSoon() {
 	if e.txMu.TryLock() {
 		e.transmitNow()
-		e.txMu.Unlock()
+		e.txUnlock()
 		return
 	}
 	e.qp.kick()
 }
 
 // fill frames FPDUs into the writer until the batch is full (more=true) or
-// nothing is ready (more=false). alive=false means the connection ended.
+// nothing is ready (more=false). alive=false means the connection failed.
 func (e *engine) fill() (more, alive bool) {
-	for e.w.Pending() < maxBatchFPDUs && e.w.Buffered() < maxBatchBytes {
+	tx := &e.tx
+	for tx.w.Pending() < maxBatchFPDUs && tx.w.Buffered() < maxBatchBytes {
 		if e.dead.Load() {
-			e.cur = txNone // the rest of the message is not sent
+			return false, false
 		}
-		if e.cur == txNone {
+		if tx.cur == txNone {
 			ok, alive := e.next()
 			if !alive {
 				return false, false
@@ -103,50 +173,45 @@ func (e *engine) fill() (more, alive bool) {
 			if !ok {
 				return false, true
 			}
-			if e.cur == txNone { // work done without framing (local invalidate)
+			if tx.cur == txNone { // done without framing (local invalidate)
 				continue
 			}
 		}
-		e.frameSegment()
+		if err := e.frameSegment(); err != nil {
+			e.failTerminate(err)
+			return false, false
+		}
 	}
 	return true, true
 }
 
 // next picks the next message to send. It returns ok=false when nothing
-// can be sent now, alive=false when the connection has ended (in which
-// case a pending Terminate has been sent).
+// can be sent now, alive=false when the connection has failed.
 func (e *engine) next() (ok, alive bool) {
 	qp := e.qp
 	qp.mu.Lock()
+	defer qp.mu.Unlock()
 	if qp.state >= stateError {
-		term := e.term
-		e.term = nil
-		qp.mu.Unlock()
-		if term != nil {
-			e.sendTerminate(term)
-		}
 		return false, false
 	}
 	if !e.txOpen {
-		qp.mu.Unlock()
 		return false, true
 	}
-	irqReady := e.irqNext != e.irqTail
-	sqReady := qp.sqNext != qp.sqTail && e.sqRunnableLocked()
+	irqReady := e.irq.ready()
+	sqReady := !qp.sq.idle() && e.sqRunnableLocked()
 	switch {
-	case irqReady && (e.preferIRQ || !sqReady):
+	case irqReady && (e.tx.preferIRQ || !sqReady):
 		e.startReadResponseLocked()
-		e.preferIRQ = false
+		e.tx.preferIRQ = false
 	case sqReady:
-		e.startSQLocked()
-		e.preferIRQ = true
+		ctr, w, refs := qp.sq.start()
+		op := &sendOps[w.op]
+		op.start(e, op, ctr, w, refs)
+		e.tx.preferIRQ = true
 	default:
 		qp.checkDrainedLocked()
-		qp.mu.Unlock()
 		return false, true
 	}
-	qp.mu.Unlock()
-	qp.deliver() // a local invalidate or a refused message may have completed
 	return true, true
 }
 
@@ -154,172 +219,204 @@ func (e *engine) next() (ok, alive bool) {
 // start: a Read needs an ORD credit, a fenced request waits for every
 // earlier Read to complete.
 func (e *engine) sqRunnableLocked() bool {
-	qp := e.qp
-	w := &qp.sq[slot(qp.sqNext, len(qp.sq))]
-	outstanding := int(e.orqTail - e.orqHead)
+	w := e.qp.sq.peekNext()
+	outstanding := e.orq.outstanding()
 	if w.flags&Fence != 0 && outstanding > 0 {
 		return false
 	}
-	if w.op == OpRead && outstanding >= e.ordLimit {
-		return false
-	}
-	return true
+	return w.op != OpRead || !e.orq.full()
 }
 
-func (e *engine) startSQLocked() {
-	qp := e.qp
-	ctr := qp.sqNext
-	i := slot(ctr, len(qp.sq))
-	w := &qp.sq[i]
-	qp.sqNext++
-	refs := qp.sqSGE[i*qp.caps.MaxSendSGE : i*qp.caps.MaxSendSGE+w.nsge]
-	e.pieces = e.pieces[:0]
+func (e *engine) piecesOf(refs []sgeRef) [][]byte {
+	e.tx.pieces = e.tx.pieces[:0]
 	for _, r := range refs {
-		e.pieces = append(e.pieces, r.buf)
+		e.tx.pieces = append(e.tx.pieces, r.buf)
 	}
-	var err error
-	switch w.op {
-	case OpSend, OpSendInv, OpSendSE, OpSendSEInv:
-		msn := e.sendMSN
-		e.sendMSN++
-		err = rdmap.StartSend(&e.seg, sendOpcode(w.op), e.pieces, e.mulpdu, uint32(w.invSTag), msn)
-	case OpWrite:
-		err = rdmap.StartWrite(&e.seg, e.pieces, e.mulpdu, uint32(w.remote.STag), w.remote.TO)
-	case OpRead:
-		e.startReadRequestLocked(ctr, w, refs)
-		return
-	case OpLocalInv:
-		if f := qp.pd.pd.Invalidate(w.invSTag); f != stag.OK {
-			w.status = WCLocProtErr
-			w.err = f
-		}
-		w.done = true
-		qp.completeSQLocked()
-		return
-	}
-	if err != nil {
-		// The message cannot be segmented (a Write whose TO would wrap):
-		// a local error of this work request only.
-		w.status = WCLocQPOpErr
-		w.err = err
-		w.done = true
-		qp.completeSQLocked()
-		return
-	}
-	e.cur, e.curCtr = txSQ, ctr
+	return e.tx.pieces
 }
 
-// startReadRequestLocked frames an RDMA Read Request: one FPDU, no payload.
-// The response is placed into the work request's SGL; the sink STag and TO
+func (e *engine) startSend(op *sendOpInfo, ctr uint32, w *sendWQE, refs []sgeRef) {
+	msn := e.tx.sendMSN
+	e.tx.sendMSN++
+	err := rdmap.StartSend(&e.tx.seg, op.rdma, e.piecesOf(refs), e.mulpdu, uint32(w.invSTag), msn)
+	e.startedSQ(ctr, w, err)
+}
+
+func (e *engine) startWrite(_ *sendOpInfo, ctr uint32, w *sendWQE, refs []sgeRef) {
+	err := rdmap.StartWrite(&e.tx.seg, e.piecesOf(refs), e.mulpdu, uint32(w.remote.STag), w.remote.TO)
+	e.startedSQ(ctr, w, err)
+}
+
+// startedSQ makes the segmenter's message the current one, or completes
+// the work request in error if it could not be segmented (a Write whose TO
+// would wrap): a local error of that work request only.
+func (e *engine) startedSQ(ctr uint32, w *sendWQE, err error) {
+	if err != nil {
+		w.status, w.err, w.done = WCLocQPOpErr, err, true
+		e.qp.completeSQLocked()
+		return
+	}
+	e.tx.cur, e.tx.curCtr = txSQ, ctr
+}
+
+func (e *engine) startLocalInv(_ *sendOpInfo, ctr uint32, w *sendWQE, _ []sgeRef) {
+	qp := e.qp
+	if f := qp.pd.pd.Invalidate(w.invSTag); f != stag.OK {
+		w.status, w.err = WCLocProtErr, f
+	} else if r := qp.pd.pd.Find(w.invSTag); r != nil && r.RemoteUses() > 0 {
+		// Remote accesses under way end before the work request completes;
+		// revoking waits for them, so it runs off the transmit path, and
+		// the request completes (in order) after.
+		go e.finishLocalInv(r, ctr)
+		return
+	}
+	w.done = true
+	qp.completeSQLocked()
+}
+
+// finishLocalInv completes local invalidate ctr once no remote access of
+// r is under way.
+func (e *engine) finishLocalInv(r *stag.Region, ctr uint32) {
+	qp := e.qp
+	revokeRemote(qp.pd, r)
+	qp.mu.Lock()
+	// Unless the connection ended and flushed it meanwhile, the work
+	// request is still in the started range.
+	if ctr-qp.sq.head < qp.sq.next-qp.sq.head {
+		w, _ := qp.sq.at(ctr)
+		w.done = true
+		qp.completeSQLocked()
+	}
+	qp.mu.Unlock()
+	qp.deliver()
+	qp.kick()
+}
+
+// startReadRequest frames an RDMA Read Request: one FPDU, no payload. The
+// response is placed into the work request's SGL; the sink STag and TO
 // carried in the request are those of its first SGE, and the receiver
 // matches the response to the request by order, STag and TO.
-func (e *engine) startReadRequestLocked(ctr uint32, w *sendWQE, refs []sgeRef) {
+func (e *engine) startReadRequest(_ *sendOpInfo, ctr uint32, w *sendWQE, refs []sgeRef) {
 	var sink RemoteAddr
 	if len(refs) > 0 {
 		r := refs[0].region
 		sink = RemoteAddr{STag: r.STag(), TO: r.TO(refs[0].off)}
 	}
 	ent := orqEntry{sqCtr: ctr, sinkSTag: uint32(sink.STag), sinkTO: sink.TO, size: uint32(w.length)}
-	e.orq[slot(e.orqTail, len(e.orq))] = ent
-	e.orqTail++
-	msn := e.rreqMSN
-	e.rreqMSN++
-	hdr := rdmap.AppendReadRequest(e.hdr[:0], msn, rdmap.ReadRequestFields{
+	e.orq.push(ent)
+	msn := e.tx.rreqMSN
+	e.tx.rreqMSN++
+	hdr := rdmap.AppendReadRequest(e.tx.hdr[:0], msn, rdmap.ReadRequestFields{
 		SinkSTag: ent.sinkSTag,
 		SinkTO:   ent.sinkTO,
 		Size:     ent.size,
 		SrcSTag:  uint32(w.remote.STag),
 		SrcTO:    w.remote.TO,
 	})
-	e.queueSingle(hdr)
+	if err := e.tx.w.WriteFPDU(hdr); err != nil {
+		// A header always fits an FPDU: the writer is broken.
+		w.status, w.err, w.done = WCLocQPOpErr, err, true
+		e.qp.completeSQLocked()
+	}
 }
 
+// startReadResponseLocked makes the next inbound Read's response the
+// current message.
 func (e *engine) startReadResponseLocked() {
-	ent := &e.irq[slot(e.irqNext, len(e.irq))]
-	e.pieces = append(e.pieces[:0], ent.src)
-	if err := rdmap.StartReadResponse(&e.seg, e.pieces, e.mulpdu, ent.sinkSTag, ent.sinkTO); err != nil {
-		// The sink TO would wrap: the request was accepted, so this is a
-		// catastrophic error of the stream.
-		e.qp.mu.Unlock()
-		e.failTerminate(rdmap.NewError(rdmap.RDMAPLocalCatastrophic, nil, 0, nil))
-		e.qp.mu.Lock()
-		return
+	c, ent := e.irq.startNext()
+	e.tx.pieces = append(e.tx.pieces[:0], ent.src)
+	e.tx.curX = nil
+	if ent.region != nil {
+		e.tx.curX = extOf(ent.region)
 	}
-	e.cur, e.curCtr = txIRQ, e.irqNext
-	e.irqNext++
-}
-
-// queueSingle frames a one-FPDU message with no payload.
-func (e *engine) queueSingle(hdr []byte) {
-	if err := e.w.Begin(hdr); err == nil {
-		err = e.w.End()
+	// The request was accepted and its sink range checked, so this cannot
+	// fail; if it did, the stream could not go on.
+	if err := rdmap.StartReadResponse(&e.tx.seg, e.tx.pieces, e.mulpdu, ent.sinkSTag, ent.sinkTO); err != nil {
+		ent.err = err
 	}
+	e.tx.cur, e.tx.curCtr = txIRQ, c
 }
 
 // frameSegment frames the next segment of the current message.
-func (e *engine) frameSegment() {
-	seg, ok := e.seg.Next(e.hdr[:0], e.segPayload[:0])
-	if !ok {
-		e.cur = txNone
-		return
-	}
-	e.w.Begin(seg.Header)
-	for _, p := range seg.Payload {
-		e.w.Payload(p)
-	}
-	e.w.End()
-	if seg.Last {
-		if e.cur == txIRQ {
-			// The IRD slot is free as soon as the response's last segment
-			// is on its way: the requester may reuse the credit the moment
-			// it has the response, possibly before our writev returns.
-			e.qp.mu.Lock()
-			e.irq[slot(e.curCtr, len(e.irq))] = irqEntry{}
-			e.irqHead = e.curCtr + 1
-			e.qp.checkDrainedLocked()
-			e.qp.mu.Unlock()
-		} else {
-			e.sent = append(e.sent, e.curCtr) // a send-queue message
+func (e *engine) frameSegment() error {
+	tx := &e.tx
+	if tx.cur == txIRQ {
+		e.qp.mu.Lock()
+		err := e.irq.at(tx.curCtr).err
+		e.qp.mu.Unlock()
+		if err != nil {
+			return rdmap.NewError(rdmap.RDMAPLocalCatastrophic, nil, 0, nil)
 		}
-		e.cur = txNone
+		if tx.curX != nil && tx.curX.mayFault {
+			// The CRC reads the region's memory.
+			if err := guardFault(tx.curX, e.frameOne); err != nil {
+				return errors.Join(rdmap.NewError(rdmap.RDMAPLocalCatastrophic, nil, 0, nil), err)
+			}
+			return nil
+		}
 	}
+	return e.frameOne()
+}
+
+func (e *engine) frameOne() error {
+	tx := &e.tx
+	seg, ok := tx.seg.Next(tx.hdr[:0], tx.segPayload[:0])
+	if !ok {
+		tx.cur = txNone
+		return nil
+	}
+	if err := tx.w.Begin(seg.Header); err != nil {
+		return err
+	}
+	for _, p := range seg.Payload {
+		if err := tx.w.Payload(p); err != nil {
+			return err
+		}
+	}
+	if err := tx.w.End(); err != nil {
+		return err
+	}
+	if seg.Last {
+		if tx.cur == txIRQ {
+			// The IRD credit is free as soon as the response's last
+			// segment is on its way: the requester may reuse it the moment
+			// it has the response, possibly before our writev returns. The
+			// region stays referenced until the flush.
+			qp := e.qp
+			qp.mu.Lock()
+			if r := e.irq.finish(tx.curCtr); r != nil {
+				e.release = append(e.release, r)
+			}
+			qp.checkDrainedLocked()
+			qp.mu.Unlock()
+			tx.curX = nil
+		} else {
+			tx.sent = append(tx.sent, tx.curCtr)
+		}
+		tx.cur = txNone
+	}
+	return nil
 }
 
 // afterFlush completes what the flush finished sending: Sends and Writes
-// complete (in send-queue order), answered Read Requests free their IRD
-// slots.
+// complete (in send-queue order), the regions of Read Responses are
+// released.
 func (e *engine) afterFlush() {
-	if len(e.sent) == 0 {
-		return
-	}
+	tx := &e.tx
 	qp := e.qp
 	qp.mu.Lock()
-	for _, ctr := range e.sent {
-		qp.sq[slot(ctr, len(qp.sq))].done = true
+	for _, ctr := range tx.sent {
+		w, _ := qp.sq.at(ctr)
+		w.done = true
 	}
-	qp.completeSQLocked()
+	if len(tx.sent) > 0 {
+		qp.completeSQLocked()
+	}
+	for i, r := range e.release {
+		r.ReleaseRemote()
+		e.release[i] = nil
+	}
+	e.release = e.release[:0]
 	qp.mu.Unlock()
-	e.sent = e.sent[:0]
-	qp.deliver()
-}
-
-// sendTerminate sends a Terminate as the last FPDU of the stream.
-func (e *engine) sendTerminate(t *rdmap.Terminate) {
-	e.c.SetWriteDeadline(time.Now().Add(terminateTimeout))
-	hdr := rdmap.AppendTerminate(e.hdr[:0], t)
-	if e.w.Begin(hdr) == nil && e.w.End() == nil {
-		e.w.Flush()
-	}
-}
-
-func sendOpcode(op Op) rdmap.Opcode {
-	switch op {
-	case OpSendInv:
-		return rdmap.OpSendInvalidate
-	case OpSendSE:
-		return rdmap.OpSendSE
-	case OpSendSEInv:
-		return rdmap.OpSendSEInvalidate
-	}
-	return rdmap.OpSend
+	tx.sent = tx.sent[:0]
 }

@@ -1,10 +1,6 @@
 package conn
 
-import (
-	"fmt"
-
-	"github.com/iwarp-go/iwarp-go/stag"
-)
+import "fmt"
 
 // Op is the operation of a send-queue work request.
 type Op uint8
@@ -30,37 +26,10 @@ const (
 )
 
 func (o Op) String() string {
-	switch o {
-	case OpSend:
-		return "send"
-	case OpSendInv:
-		return "send-inv"
-	case OpSendSE:
-		return "send-se"
-	case OpSendSEInv:
-		return "send-se-inv"
-	case OpWrite:
-		return "write"
-	case OpRead:
-		return "read"
-	case OpLocalInv:
-		return "local-inv"
+	if int(o) < len(sendOps) {
+		return sendOps[o].name
 	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
-}
-
-func (o Op) isSend() bool { return o <= OpSendSEInv }
-
-func (o Op) wcOpcode() WCOpcode {
-	switch o {
-	case OpWrite:
-		return WCRDMAWrite
-	case OpRead:
-		return WCRDMARead
-	case OpLocalInv:
-		return WCLocalInv
-	}
-	return WCSend
 }
 
 // SendFlags modify a send-queue work request.
@@ -88,7 +57,7 @@ type SGE struct {
 // RemoteAddr is what a peer needs to address a region with RDMA Write and
 // RDMA Read: its STag and a tagged offset. MR.Remote makes one.
 type RemoteAddr struct {
-	STag stag.STag
+	STag STag
 	TO   uint64
 }
 
@@ -103,7 +72,7 @@ type SendWR struct {
 	Remote RemoteAddr // Write, Read
 	// InvSTag is the peer's STag to invalidate (OpSendInv, OpSendSEInv) or
 	// the local STag to invalidate (OpLocalInv).
-	InvSTag stag.STag
+	InvSTag STag
 }
 
 // RecvWR is a receive-queue work request: a buffer for one incoming Send.

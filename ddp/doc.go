@@ -4,12 +4,12 @@
 // the lower layer's maximum ULPDU, and the receive-side checks that decide
 // whether a segment may be placed.
 //
-// The package does no I/O and imports no other package of this module. The
+// The package does no I/O and imports no other package of this module but
+// termcode. The
 // upper layer (RDMAP) owns the reserved-for-ULP octets of each header; ddp
 // only carries them.
 //
-// Every error that requires the stream to be terminated is an [*Error]. It
-// implements TerminateCode() uint16, returning layer<<12 | type<<8 | code as
-// carried in the RDMAP Terminate Control field; the same method is
-// implemented by the error types of the mpa and rdmap packages.
+// Every error that requires the stream to be terminated is an [*Error]. Its
+// chain holds the termcode.Code the Terminate reports (errors.As finds it),
+// the one code space that the mpa and rdmap packages report in as well.
 package ddp

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/iwarp-go/iwarp-go/ddp"
+	"github.com/iwarp-go/iwarp-go/termcode"
 )
 
 // A sender splits one untagged message, given as two pieces, into segments
@@ -42,9 +43,11 @@ func ExampleUntaggedQueues() {
 	fmt.Println(s.MsgLen, err)
 	_, err = qs.Receive(send(2), ddp.UntaggedHeaderLen+16, ddp.NoBuffer)
 	fmt.Println(err)
-	fmt.Printf("Terminate code %#04x\n", err.(interface{ TerminateCode() uint16 }).TerminateCode())
+	if c, ok := termcode.Of(err); ok {
+		fmt.Printf("Terminate code %#04x\n", uint16(c))
+	}
 	// Output:
 	// 16 <nil>
-	// ddp: untagged buffer error: invalid MSN - no buffer available (1/2/0x02): untagged segment QN 0 MSN 2 MO 0, segment length 34
+	// ddp: DDP Untagged Buffer Error: Invalid MSN - no buffer available (1/2/0x02): untagged segment QN 0 MSN 2 MO 0, segment length 34
 	// Terminate code 0x1202
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+
+	"github.com/iwarp-go/iwarp-go/termcode"
 )
 
 func FuzzTaggedHeader(f *testing.F) {
@@ -79,7 +81,7 @@ func FuzzSegmenter(f *testing.F) {
 				t.Fatalf("mulpdu %d: err %v", mulpdu, err)
 			}
 			return
-		case tagged && msgLen > 0 && to > ^uint64(0)-uint64(msgLen-1):
+		case tagged && msgLen > 0 && to > ^uint64(0)-uint64(msgLen): // TO + length = 2^64 wraps too (RFC 5041 §7.1)
 			if !errors.Is(err, ErrMessageTOWraps) {
 				t.Fatalf("wrap: err %v", err)
 			}
@@ -135,21 +137,21 @@ type untaggedModel struct {
 	recv, limit uint64
 }
 
-func (m *untaggedModel) receive(last bool, msn, mo uint32, n, buf int) ErrCode {
+func (m *untaggedModel) receive(last bool, msn, mo uint32, n, buf int) termcode.Code {
 	switch {
 	case msn != m.next:
-		return ErrUntaggedMSNRange
+		return termcode.DDPUntaggedMSNRange
 	case m.active && uint64(mo) != m.recv, !m.active && mo != 0:
-		return ErrUntaggedInvalidMO
+		return termcode.DDPUntaggedInvalidMO
 	case !m.active && buf < 0:
-		return ErrUntaggedNoBuffer
+		return termcode.DDPUntaggedNoBuffer
 	}
 	limit := m.limit
 	if !m.active {
 		limit = uint64(buf)
 	}
 	if uint64(mo)+uint64(n) > limit {
-		return ErrUntaggedTooLong
+		return termcode.DDPUntaggedTooLong
 	}
 	if last {
 		*m = untaggedModel{next: m.next + 1}
@@ -194,7 +196,7 @@ func FuzzUntaggedQueue(f *testing.F) {
 			h := Untagged(AppendUntagged(nil, MakeControl(false, last), 0x43, 0, 0, msn, mo))
 			s, err := q.Receive(h, UntaggedHeaderLen+n, buf)
 			want := m.receive(last, msn, mo, n, buf)
-			var got ErrCode
+			var got termcode.Code
 			if err != nil {
 				var e *Error
 				if !errors.As(err, &e) {

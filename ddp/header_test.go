@@ -1,19 +1,11 @@
 package ddp
 
 import (
-	"encoding/hex"
-	"strings"
 	"testing"
 
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
-
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
-	require.NoError(t, err)
-	return b
-}
 
 func TestHeaderSizes_RFC5041_4(t *testing.T) {
 	require.Equal(t, 14, TaggedHeaderLen)
@@ -67,7 +59,7 @@ func TestTagged_RFC5041_4_Bytes(t *testing.T) {
 		{"Write, not last", "81 40 00002222 0000000000002000", 0x81, 0x40, 0x2222, 0x2000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wire := unhex(t, tc.wire)
+			wire := testutil.Unhex(t, tc.wire)
 			require.Equal(t, wire, AppendTagged(nil, tc.ctrl, tc.rsvdULP, tc.stag, tc.to))
 			h, ok := ParseTagged(append(wire, 0xaa, 0xbb)) // payload bytes follow
 			require.True(t, ok)
@@ -95,7 +87,7 @@ func TestUntagged_RFC5041_4_Bytes(t *testing.T) {
 		{"Send with Invalidate, middle segment", "01 44 12345678 00000000 00000007 000005a0", 0x01, 0x44, 0x12345678, 0, 7, 1440},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wire := unhex(t, tc.wire)
+			wire := testutil.Unhex(t, tc.wire)
 			require.Equal(t, wire, AppendUntagged(nil, tc.ctrl, tc.rsvdULP, tc.word, tc.qn, tc.msn, tc.mo))
 			h, ok := ParseUntagged(wire)
 			require.True(t, ok)

@@ -12,7 +12,7 @@ const MaxULPDU = math.MaxUint16
 // protocol errors.
 var (
 	ErrMULPDU         = errors.New("ddp: MULPDU must exceed the header length and be at most 65535")
-	ErrMessageTooLong = errors.New("ddp: untagged message longer than 2^32-1 bytes")
+	ErrMessageTooLong = errors.New("ddp: message longer than 2^32-1 bytes")
 	ErrMessageTOWraps = errors.New("ddp: tagged message wraps the 64-bit tagged offset")
 )
 
@@ -76,7 +76,14 @@ func (s *Segmenter) StartTagged(pieces [][]byte, mulpdu int, rsvdULP byte, stag 
 	if err := s.start(pieces, mulpdu, TaggedHeaderLen); err != nil {
 		return err
 	}
-	if s.total > 0 && to > math.MaxUint64-(s.total-1) {
+	// RFC 5041 §5.2: "The ULP Message Length MUST be less than 2^32";
+	// §7.1 tagged check 5: the 64-bit sum of TO and length must not wrap,
+	// so a message ending exactly at 2^64 does.
+	if s.total > math.MaxUint32 {
+		*s = Segmenter{done: true}
+		return ErrMessageTooLong
+	}
+	if s.total > 0 && to > math.MaxUint64-s.total {
 		*s = Segmenter{done: true}
 		return ErrMessageTOWraps
 	}

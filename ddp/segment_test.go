@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -108,13 +109,13 @@ func TestSegmenter_ZeroLength(t *testing.T) {
 		require.Len(t, hdrs, 1)
 		require.Empty(t, payloads[0])
 		require.Equal(t, []bool{true}, lasts)
-		require.Equal(t, unhex(t, "c1 40 00000001 0000000000000000"), hdrs[0])
+		require.Equal(t, testutil.Unhex(t, "c1 40 00000001 0000000000000000"), hdrs[0])
 
 		require.NoError(t, s.StartUntagged(pieces, 100, 0x43, 0, 0, 1))
 		hdrs, _, lasts = collect(t, &s)
 		require.Len(t, hdrs, 1)
 		require.Equal(t, []bool{true}, lasts)
-		require.Equal(t, unhex(t, "41 43 00000000 00000000 00000001 00000000"), hdrs[0])
+		require.Equal(t, testutil.Unhex(t, "41 43 00000000 00000000 00000001 00000000"), hdrs[0])
 	}
 }
 
@@ -164,14 +165,17 @@ func TestSegmenter_StartErrors(t *testing.T) {
 	require.NoError(t, s.StartTagged(nil, 65535, 0, 0, 0))
 	require.NoError(t, s.StartUntagged(nil, UntaggedHeaderLen+1, 0, 0, 0, 1))
 
-	require.ErrorIs(t, s.StartTagged([][]byte{message(11)}, 100, 0, 0, math.MaxUint64-9), ErrMessageTOWraps)
+	// RFC 5041 §7.1 check 5: TO + length = 2^64 wraps.
+	require.ErrorIs(t, s.StartTagged([][]byte{message(10)}, 100, 0, 0, math.MaxUint64-9), ErrMessageTOWraps)
 	_, ok := s.Next(nil, nil)
 	require.False(t, ok, "a failed start produces no segments")
-	require.NoError(t, s.StartTagged([][]byte{message(10)}, 100, 0, 0, math.MaxUint64-9))
+	require.NoError(t, s.StartTagged([][]byte{message(9)}, 100, 0, 0, math.MaxUint64-9))
 	require.NoError(t, s.StartTagged(nil, 100, 0, 0, math.MaxUint64))
 }
 
-func TestSegmenter_UntaggedLimit(t *testing.T) {
+// RFC 5041 §5.2: "The ULP Message Length MUST be less than 2^32", for
+// tagged messages as for untagged ones.
+func TestSegmenter_RFC5041_5_2_MessageLimit(t *testing.T) {
 	// 2^32 bytes of message without allocating them: the same slice many times.
 	big := make([]byte, 1<<24)
 	pieces := make([][]byte, 256)
@@ -181,7 +185,8 @@ func TestSegmenter_UntaggedLimit(t *testing.T) {
 	var s Segmenter
 	require.ErrorIs(t, s.StartUntagged(pieces, 1000, 0, 0, 0, 1), ErrMessageTooLong)
 	require.NoError(t, s.StartUntagged(pieces[:255], 1000, 0, 0, 0, 1))
-	require.NoError(t, s.StartTagged(pieces, 1000, 0, 0, 0), "tagged messages are bounded only by the TO")
+	require.ErrorIs(t, s.StartTagged(pieces, 1000, 0, 0, 0), ErrMessageTooLong)
+	require.NoError(t, s.StartTagged(pieces[:255], 1000, 0, 0, 0))
 }
 
 func TestSegmenter_SteadyStateAllocs(t *testing.T) {

@@ -1,6 +1,10 @@
 package ddp
 
-import "math"
+import (
+	"math"
+
+	"github.com/iwarp-go/iwarp-go/termcode"
+)
 
 // TaggedSegment is what the receive checks learned about one tagged segment.
 type TaggedSegment struct {
@@ -30,11 +34,11 @@ func ZeroLengthMessage(h Tagged, segLen int) bool {
 	return segLen == TaggedHeaderLen && h.Control().Last()
 }
 
-// toWraps reports whether the payload [to, to+n) runs past 2^64-1. A
-// payload whose last byte is at 2^64-1 does not wrap; an empty one never
-// does.
+// toWraps reports whether the 64-bit unsigned sum of to and n wraps (RFC
+// 5041 §7.1 tagged check 5): a payload ending exactly at 2^64 wraps, an
+// empty one never does.
 func toWraps(to uint64, n int) bool {
-	return n > 0 && to > math.MaxUint64-uint64(n-1)
+	return n > 0 && to > math.MaxUint64-uint64(n)
 }
 
 // TaggedReceiver checks the tagged segments of one DDP stream. Over an
@@ -61,10 +65,10 @@ func (r *TaggedReceiver) InProgress() bool { return r.active }
 func (r *TaggedReceiver) Receive(h Tagged, segLen int) (TaggedSegment, error) {
 	c := h.Control()
 	if c.Version() != Version {
-		return TaggedSegment{}, NewError(ErrTaggedVersion, h, segLen)
+		return TaggedSegment{}, NewError(termcode.DDPTaggedVersion, h, segLen)
 	}
 	if !c.Tagged() || segLen < TaggedHeaderLen {
-		return TaggedSegment{}, NewError(ErrLocalCatastrophic, h, segLen)
+		return TaggedSegment{}, NewError(termcode.DDPLocalCatastrophic, h, segLen)
 	}
 	s := TaggedSegment{
 		STag:   h.STag(),
@@ -75,14 +79,14 @@ func (r *TaggedReceiver) Receive(h Tagged, segLen int) (TaggedSegment, error) {
 		Lookup: true,
 	}
 	if toWraps(s.TO, s.Len) {
-		return TaggedSegment{}, NewError(ErrTaggedTOWrap, h, segLen)
+		return TaggedSegment{}, NewError(termcode.DDPTaggedTOWrap, h, segLen)
 	}
 	if r.active {
 		if s.STag != r.stag {
-			return TaggedSegment{}, NewError(ErrTaggedInvalidSTag, h, segLen)
+			return TaggedSegment{}, NewError(termcode.DDPTaggedInvalidSTag, h, segLen)
 		}
 		if s.TO != r.nextTO {
-			return TaggedSegment{}, NewError(ErrTaggedBaseBounds, h, segLen)
+			return TaggedSegment{}, NewError(termcode.DDPTaggedBaseBounds, h, segLen)
 		}
 	} else if ZeroLengthMessage(h, segLen) {
 		s.Lookup = false

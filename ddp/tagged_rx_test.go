@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
+	"github.com/iwarp-go/iwarp-go/termcode"
 	"github.com/stretchr/testify/require"
 )
 
@@ -40,11 +42,11 @@ func TestTaggedReceiver_LaterSegmentChecks(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		h    Tagged
-		want ErrCode
+		want termcode.Code
 	}{
-		{"STag changed", tagged(true, 0x2223, 0x2000+100), ErrTaggedInvalidSTag},
-		{"TO gap", tagged(true, 0x2222, 0x2000+101), ErrTaggedBaseBounds},
-		{"TO behind", tagged(true, 0x2222, 0x2000), ErrTaggedBaseBounds},
+		{"STag changed", tagged(true, 0x2223, 0x2000+100), termcode.DDPTaggedInvalidSTag},
+		{"TO gap", tagged(true, 0x2222, 0x2000+101), termcode.DDPTaggedBaseBounds},
+		{"TO behind", tagged(true, 0x2222, 0x2000), termcode.DDPTaggedBaseBounds},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var r TaggedReceiver
@@ -64,11 +66,12 @@ func TestTaggedReceiver_LaterSegmentChecks(t *testing.T) {
 
 func TestTaggedReceiver_RFC5041_7_TOWrap(t *testing.T) {
 	var r TaggedReceiver
-	// Last payload byte exactly at 2^64-1: no wrap.
-	_, err := r.Receive(tagged(true, 7, math.MaxUint64-9), 14+10)
+	// "A 64-bit unsigned sum of the DDP Segment payload length and the TO
+	// does not wrap": TO + length = 2^64 is already a wrap.
+	_, err := r.Receive(tagged(true, 7, math.MaxUint64-9), 14+9)
 	require.NoError(t, err)
-	_, err = r.Receive(tagged(true, 7, math.MaxUint64-9), 14+11)
-	require.ErrorIs(t, err, ErrTaggedTOWrap)
+	_, err = r.Receive(tagged(true, 7, math.MaxUint64-9), 14+10)
+	require.ErrorIs(t, err, termcode.DDPTaggedTOWrap)
 	// Empty payload at the very top never wraps.
 	_, err = r.Receive(tagged(false, 7, math.MaxUint64), 14)
 	require.NoError(t, err)
@@ -77,7 +80,7 @@ func TestTaggedReceiver_RFC5041_7_TOWrap(t *testing.T) {
 func TestTaggedReceiver_RFC6581_ZeroLengthRTR(t *testing.T) {
 	// siw's RTR: zero-length RDMA Write to STag 1, TO 0 (siw_qp_mpa_rts()
 	// in drivers/infiniband/sw/siw/siw_qp.c).
-	rtr := Tagged(unhex(t, "c1 40 00000001 0000000000000000"))
+	rtr := Tagged(testutil.Unhex(t, "c1 40 00000001 0000000000000000"))
 	require.True(t, ZeroLengthMessage(rtr, 14))
 	var r TaggedReceiver
 	s, err := r.Receive(rtr, 14)
@@ -115,11 +118,11 @@ func TestTaggedReceiver_VersionAndLength(t *testing.T) {
 	var r TaggedReceiver
 	bad := Tagged(AppendTagged(nil, Control(0xc0), 0x40, 1, 0))
 	_, err := r.Receive(bad, 20)
-	require.ErrorIs(t, err, ErrTaggedVersion)
+	require.ErrorIs(t, err, termcode.DDPTaggedVersion)
 	_, err = r.Receive(tagged(true, 1, 0), 13)
-	require.ErrorIs(t, err, ErrLocalCatastrophic)
+	require.ErrorIs(t, err, termcode.DDPLocalCatastrophic)
 	notTagged := Tagged(AppendTagged(nil, MakeControl(false, true), 0x40, 1, 0))
 	_, err = r.Receive(notTagged, 20)
-	require.ErrorIs(t, err, ErrLocalCatastrophic)
+	require.ErrorIs(t, err, termcode.DDPLocalCatastrophic)
 	require.False(t, r.InProgress())
 }

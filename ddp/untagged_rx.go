@@ -1,6 +1,10 @@
 package ddp
 
-import "math"
+import (
+	"math"
+
+	"github.com/iwarp-go/iwarp-go/termcode"
+)
 
 // NoBuffer is passed to [UntaggedQueue.Receive] as the buffer length when
 // no receive buffer is posted.
@@ -75,10 +79,10 @@ func (q *UntaggedQueue) InProgress() bool { return q.active }
 func (q *UntaggedQueue) Receive(h Untagged, segLen, bufLen int) (UntaggedSegment, error) {
 	c := h.Control()
 	if c.Version() != Version {
-		return UntaggedSegment{}, NewError(ErrUntaggedVersion, h, segLen)
+		return UntaggedSegment{}, NewError(termcode.DDPUntaggedVersion, h, segLen)
 	}
 	if c.Tagged() || segLen < UntaggedHeaderLen {
-		return UntaggedSegment{}, NewError(ErrLocalCatastrophic, h, segLen)
+		return UntaggedSegment{}, NewError(termcode.DDPLocalCatastrophic, h, segLen)
 	}
 	s := UntaggedSegment{
 		QN:    h.QN(),
@@ -89,21 +93,21 @@ func (q *UntaggedQueue) Receive(h Untagged, segLen, bufLen int) (UntaggedSegment
 		Last:  c.Last(),
 	}
 	if s.MSN != q.next {
-		return UntaggedSegment{}, NewError(ErrUntaggedMSNRange, h, segLen)
+		return UntaggedSegment{}, NewError(termcode.DDPUntaggedMSNRange, h, segLen)
 	}
 	if uint64(s.MO) != q.received {
-		return UntaggedSegment{}, NewError(ErrUntaggedInvalidMO, h, segLen)
+		return UntaggedSegment{}, NewError(termcode.DDPUntaggedInvalidMO, h, segLen)
 	}
 	buf := q.bufLen
 	if !q.active {
 		if bufLen < 0 {
-			return UntaggedSegment{}, NewError(ErrUntaggedNoBuffer, h, segLen)
+			return UntaggedSegment{}, NewError(termcode.DDPUntaggedNoBuffer, h, segLen)
 		}
 		buf = uint64(bufLen)
 	}
 	end := uint64(s.MO) + uint64(s.Len)
 	if end > buf || (!s.Last && end > math.MaxUint32) {
-		return UntaggedSegment{}, NewError(ErrUntaggedTooLong, h, segLen)
+		return UntaggedSegment{}, NewError(termcode.DDPUntaggedTooLong, h, segLen)
 	}
 	if s.Last {
 		s.MsgLen = int(end)
@@ -146,11 +150,11 @@ func (qs *UntaggedQueues) Queue(qn uint32) *UntaggedQueue {
 // 1/2/0x01) and passes the segment to that queue's Receive.
 func (qs *UntaggedQueues) Receive(h Untagged, segLen, bufLen int) (UntaggedSegment, error) {
 	if h.Control().Version() != Version {
-		return UntaggedSegment{}, NewError(ErrUntaggedVersion, h, segLen)
+		return UntaggedSegment{}, NewError(termcode.DDPUntaggedVersion, h, segLen)
 	}
 	q := qs.Queue(h.QN())
 	if q == nil {
-		return UntaggedSegment{}, NewError(ErrUntaggedInvalidQN, h, segLen)
+		return UntaggedSegment{}, NewError(termcode.DDPUntaggedInvalidQN, h, segLen)
 	}
 	return q.Receive(h, segLen, bufLen)
 }

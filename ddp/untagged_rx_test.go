@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/iwarp-go/iwarp-go/termcode"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -15,7 +17,7 @@ func TestUntaggedQueue_RFC5041_4_FirstMSNIsOne(t *testing.T) {
 	q := NewUntaggedQueue()
 	require.Equal(t, uint32(1), q.NextMSN())
 	_, err := q.Receive(untagged(true, 0, 0, 0), 18+16, 16)
-	require.ErrorIs(t, err, ErrUntaggedMSNRange)
+	require.ErrorIs(t, err, termcode.DDPUntaggedMSNRange)
 	s, err := q.Receive(untagged(true, 0, 1, 0), 18+16, 16)
 	require.NoError(t, err)
 	require.Equal(t, UntaggedSegment{QN: 0, MSN: 1, Len: 16, First: true, Last: true, MsgLen: 16}, s)
@@ -51,29 +53,29 @@ func TestUntaggedQueue_RFC5041_7_Errors(t *testing.T) {
 		h      Untagged
 		segLen int
 		bufLen int
-		want   ErrCode
+		want   termcode.Code
 	}{
-		{"MSN skipped", nil, untagged(true, 0, 2, 0), 18, 10, ErrUntaggedMSNRange},
-		{"MSN replayed", func(q *UntaggedQueue) { q.SetNextMSN(5) }, untagged(true, 0, 4, 0), 18, 10, ErrUntaggedMSNRange},
-		{"new message MO not 0", nil, untagged(true, 0, 1, 4), 18 + 4, 10, ErrUntaggedInvalidMO},
-		{"no buffer", nil, untagged(true, 0, 1, 0), 18 + 4, NoBuffer, ErrUntaggedNoBuffer},
-		{"zero-length Send and no buffer", nil, untagged(true, 0, 1, 0), 18, NoBuffer, ErrUntaggedNoBuffer},
-		{"longer than buffer", nil, untagged(true, 0, 1, 0), 18 + 17, 16, ErrUntaggedTooLong},
+		{"MSN skipped", nil, untagged(true, 0, 2, 0), 18, 10, termcode.DDPUntaggedMSNRange},
+		{"MSN replayed", func(q *UntaggedQueue) { q.SetNextMSN(5) }, untagged(true, 0, 4, 0), 18, 10, termcode.DDPUntaggedMSNRange},
+		{"new message MO not 0", nil, untagged(true, 0, 1, 4), 18 + 4, 10, termcode.DDPUntaggedInvalidMO},
+		{"no buffer", nil, untagged(true, 0, 1, 0), 18 + 4, NoBuffer, termcode.DDPUntaggedNoBuffer},
+		{"zero-length Send and no buffer", nil, untagged(true, 0, 1, 0), 18, NoBuffer, termcode.DDPUntaggedNoBuffer},
+		{"longer than buffer", nil, untagged(true, 0, 1, 0), 18 + 17, 16, termcode.DDPUntaggedTooLong},
 		{"continuation MSN differs", func(q *UntaggedQueue) {
 			_, err := q.Receive(untagged(false, 0, 1, 0), 18+8, 64)
 			require.NoError(t, err)
-		}, untagged(true, 0, 2, 8), 18 + 8, 64, ErrUntaggedMSNRange},
+		}, untagged(true, 0, 2, 8), 18 + 8, 64, termcode.DDPUntaggedMSNRange},
 		{"continuation MO gap", func(q *UntaggedQueue) {
 			_, err := q.Receive(untagged(false, 0, 1, 0), 18+8, 64)
 			require.NoError(t, err)
-		}, untagged(true, 0, 1, 9), 18 + 8, 64, ErrUntaggedInvalidMO},
+		}, untagged(true, 0, 1, 9), 18 + 8, 64, termcode.DDPUntaggedInvalidMO},
 		{"continuation overflows first buffer", func(q *UntaggedQueue) {
 			_, err := q.Receive(untagged(false, 0, 1, 0), 18+8, 10)
 			require.NoError(t, err)
-		}, untagged(true, 0, 1, 8), 18 + 8, 1 << 20, ErrUntaggedTooLong},
-		{"version", nil, Untagged(AppendUntagged(nil, Control(0x42), 0x43, 0, 0, 1, 0)), 18, 10, ErrUntaggedVersion},
-		{"segment shorter than header", nil, untagged(true, 0, 1, 0), 17, 10, ErrLocalCatastrophic},
-		{"T flag set", nil, Untagged(AppendUntagged(nil, MakeControl(true, true), 0x43, 0, 0, 1, 0)), 18, 10, ErrLocalCatastrophic},
+		}, untagged(true, 0, 1, 8), 18 + 8, 1 << 20, termcode.DDPUntaggedTooLong},
+		{"version", nil, Untagged(AppendUntagged(nil, Control(0x42), 0x43, 0, 0, 1, 0)), 18, 10, termcode.DDPUntaggedVersion},
+		{"segment shorter than header", nil, untagged(true, 0, 1, 0), 17, 10, termcode.DDPLocalCatastrophic},
+		{"T flag set", nil, Untagged(AppendUntagged(nil, MakeControl(true, true), 0x43, 0, 0, 1, 0)), 18, 10, termcode.DDPLocalCatastrophic},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := NewUntaggedQueue()
@@ -120,7 +122,7 @@ func TestUntaggedQueue_MOCannotPass32Bits(t *testing.T) {
 	// Pretend 2^32-10 bytes already arrived into a huge buffer.
 	q.active, q.received, q.bufLen = true, math.MaxUint32-10, math.MaxUint64
 	_, err := q.Receive(untagged(false, 0, 3, math.MaxUint32-10), 18+20, NoBuffer)
-	require.ErrorIs(t, err, ErrUntaggedTooLong)
+	require.ErrorIs(t, err, termcode.DDPUntaggedTooLong)
 	s, err := q.Receive(untagged(true, 0, 3, math.MaxUint32-10), 18+20, NoBuffer)
 	require.NoError(t, err)
 	require.True(t, s.Last)
@@ -133,7 +135,7 @@ func TestUntaggedQueues_RFC5041_7_InvalidQN(t *testing.T) {
 	require.Nil(t, qs.Queue(math.MaxUint32))
 	for _, qn := range []uint32{3, 4, 0x80000000, math.MaxUint32} {
 		_, err := qs.Receive(untagged(true, qn, 1, 0), 18, 10)
-		require.ErrorIs(t, err, ErrUntaggedInvalidQN, qn)
+		require.ErrorIs(t, err, termcode.DDPUntaggedInvalidQN, qn)
 	}
 	// Each queue has its own MSN sequence.
 	for qn := uint32(0); qn < 3; qn++ {
@@ -148,5 +150,5 @@ func TestUntaggedQueues_RFC5041_7_InvalidQN(t *testing.T) {
 
 	bad := Untagged(AppendUntagged(nil, Control(0x43), 0x43, 0, 9, 1, 0))
 	_, err = qs.Receive(bad, 18, 4)
-	require.ErrorIs(t, err, ErrUntaggedVersion, "version is checked before the QN")
+	require.ErrorIs(t, err, termcode.DDPUntaggedVersion, "version is checked before the QN")
 }

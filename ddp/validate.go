@@ -1,6 +1,10 @@
 package ddp
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/iwarp-go/iwarp-go/termcode"
+)
 
 // ErrShortBuffer means the caller handed over fewer header bytes than the
 // segment holds: a caller bug, not a protocol error, so it carries no
@@ -19,7 +23,7 @@ var ErrShortBuffer = errors.New("ddp: fewer header bytes supplied than the segme
 // receivers do.
 func CheckHeader(b []byte, segLen int) (Control, error) {
 	if segLen < 1 {
-		return 0, NewError(ErrLocalCatastrophic, nil, segLen)
+		return 0, NewError(termcode.DDPLocalCatastrophic, nil, segLen)
 	}
 	if len(b) < 1 {
 		return 0, ErrShortBuffer
@@ -27,13 +31,13 @@ func CheckHeader(b []byte, segLen int) (Control, error) {
 	c := Control(b[0])
 	if c.Version() != Version {
 		if c.Tagged() {
-			return c, NewError(ErrTaggedVersion, b, segLen)
+			return c, NewError(termcode.DDPTaggedVersion, b, segLen)
 		}
-		return c, NewError(ErrUntaggedVersion, b, segLen)
+		return c, NewError(termcode.DDPUntaggedVersion, b, segLen)
 	}
 	n := HeaderLen(c)
 	if segLen < n {
-		return c, NewError(ErrLocalCatastrophic, b[:min(len(b), segLen)], segLen)
+		return c, NewError(termcode.DDPLocalCatastrophic, b[:min(len(b), segLen)], segLen)
 	}
 	if len(b) < n {
 		return c, ErrShortBuffer

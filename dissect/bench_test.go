@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/iwarp-go/iwarp-go/dissect"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/iwarp-go/iwarp-go/mpa"
 )
 
@@ -14,7 +15,7 @@ import (
 func BenchmarkDecode(b *testing.B) {
 	for _, name := range []string{"ib_write_bw", "mpa-host-client"} {
 		b.Run(name, func(b *testing.B) {
-			pcap, err := os.ReadFile(siwCapture(name))
+			pcap, err := os.ReadFile(testutil.CapturePath(b, name+".pcap"))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/gopacket"
 	"github.com/iwarp-go/iwarp-go/dissect"
 	"github.com/iwarp-go/iwarp-go/internal/capture"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/iwarp-go/iwarp-go/mpa"
 	"github.com/iwarp-go/iwarp-go/pcaptap"
 	"github.com/stretchr/testify/require"
@@ -165,7 +166,7 @@ func FuzzDecode(f *testing.F) {
 	require.NoError(f, err)
 	require.NoError(f, fl.Segment(capture.Up, append(req, up[:50]...)))
 	f.Add(w.Bytes())
-	small, err := os.ReadFile(siwCapture("rping-lo"))
+	small, err := os.ReadFile(testutil.CapturePath(f, "rping-lo.pcap"))
 	require.NoError(f, err)
 	f.Add(small)
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/iwarp-go/iwarp-go/termcode"
+
 	"github.com/google/gopacket/pcapgo"
 	"github.com/iwarp-go/iwarp-go/ddp"
 	"github.com/iwarp-go/iwarp-go/internal/capture"
@@ -71,7 +73,7 @@ func readResp(last bool, stag uint32, to uint64, payload []byte) []byte {
 func term(t testing.TB) []byte {
 	hdr := ddp.AppendTagged(nil, ddp.MakeControl(true, true), rdmap.MakeControl(rdmap.OpWrite), 0xdead00, 0x40)
 	return rdmap.AppendTerminate(nil, &rdmap.Terminate{
-		Code: rdmap.CodeDDPInvalidSTag, HasSegmentLen: true, SegmentLen: 78, DDPHeader: hdr})
+		Code: termcode.DDPTaggedInvalidSTag, HasSegmentLen: true, SegmentLen: 78, DDPHeader: hdr})
 }
 
 func pattern(n int) []byte {

@@ -5,33 +5,23 @@ import (
 	"compress/gzip"
 	"encoding/binary"
 	"os"
-	"runtime"
 	"testing"
 
 	"github.com/iwarp-go/iwarp-go/dissect"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
-
-// allocated returns the bytes f allocates.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // Length fields in a capture's headers never size an allocation: a pcap
 // header announcing a 4 GiB snapshot length and a pcapng packet block
 // claiming 4 GiB of data cost no more than the file itself and the bounded
 // packet buffer.
 func TestDecode_LengthFieldsDoNotSizeAllocations(t *testing.T) {
-	pcap, err := os.ReadFile(siwCapture("rping-lo"))
+	pcap, err := os.ReadFile(testutil.CapturePath(t, "rping-lo.pcap"))
 	require.NoError(t, err)
 	binary.LittleEndian.PutUint32(pcap[16:], 0xffffffff)
 	var d *dissect.Dissection
-	n := allocated(func() { d, err = dissect.Decode(bytes.NewReader(pcap)) })
+	n := testutil.Allocated(func() { d, err = dissect.Decode(bytes.NewReader(pcap)) })
 	require.NoError(t, err)
 	require.Len(t, d.Streams, 1)
 	require.Less(t, n, uint64(16<<20), "allocated %d octets", n)
@@ -57,14 +47,14 @@ func TestDecode_LengthFieldsDoNotSizeAllocations(t *testing.T) {
 	ng.Write(le.AppendUint32(nil, 0xffffffff)) // captured length
 	ng.Write(le.AppendUint32(nil, 0xffffffff))
 	ng.Write(le.AppendUint32(nil, 36))
-	n = allocated(func() { _, err = dissect.Decode(bytes.NewReader(ng.Bytes())) })
+	n = testutil.Allocated(func() { _, err = dissect.Decode(bytes.NewReader(ng.Bytes())) })
 	require.ErrorIs(t, err, dissect.ErrCapture)
 	require.Less(t, n, uint64(1<<20), "allocated %d octets", n)
 }
 
 // Compressed captures are read; junk is an ErrCapture.
 func TestDecode_GzipAndJunk(t *testing.T) {
-	pcap, err := os.ReadFile(siwCapture("rping-lo"))
+	pcap, err := os.ReadFile(testutil.CapturePath(t, "rping-lo.pcap"))
 	require.NoError(t, err)
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)

@@ -3,10 +3,13 @@ package dissect_test
 import (
 	"testing"
 
+	"github.com/iwarp-go/iwarp-go/termcode"
+
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/iwarp-go/iwarp-go/ddp"
 	"github.com/iwarp-go/iwarp-go/dissect"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/iwarp-go/iwarp-go/mpa"
 	"github.com/iwarp-go/iwarp-go/rdmap"
 	"github.com/stretchr/testify/require"
@@ -24,9 +27,9 @@ func init() {
 // decoder on every FPDU that starts a segment and ends in it, and on every
 // Request and Reply.
 func TestLayers_PerPacketAgreesWithStream(t *testing.T) {
-	for _, name := range siwCaptures {
+	for _, name := range testutil.SiwCaptures {
 		t.Run(name, func(t *testing.T) {
-			file := siwCapture(name)
+			file := testutil.CapturePath(t, name+".pcap")
 			d, err := dissect.DecodeFile(file)
 			require.NoError(t, err)
 			byFrame := map[int][]*dissect.FPDU{}
@@ -179,7 +182,7 @@ func TestLayers_RFC5040_4_Terminate(t *testing.T) {
 	require.Nil(t, pkt.ErrorLayer())
 	r := pkt.Layer(dissect.LayerTypeRDMAP).(*dissect.RDMAP)
 	require.Equal(t, rdmap.OpTerminate, r.Op)
-	require.Equal(t, rdmap.CodeDDPInvalidSTag, r.Terminate.Code())
+	require.Equal(t, termcode.DDPTaggedInvalidSTag, r.Terminate.Code())
 	require.Equal(t, rdmap.LayoutRFC, r.Terminate.Layout)
 	require.Empty(t, r.LayerPayload())
 
@@ -214,15 +217,15 @@ func TestLayers_Errors(t *testing.T) {
 	err := d.DecodeFromBytes(bad, df)
 	var de *ddp.Error
 	require.ErrorAs(t, err, &de)
-	require.Equal(t, ddp.ErrUntaggedVersion, de.Code)
+	require.Equal(t, termcode.DDPUntaggedVersion, de.Code)
 
 	opc := send(1, "x")
 	opc[1] = 0x48 // opcode 8
 	require.NoError(t, d.DecodeFromBytes(opc, df))
 	err = dissect.NewRDMAP(&d).DecodeFromBytes(d.Payload, df)
-	c, ok := rdmap.TermCodeOf(err)
+	c, ok := termcode.Of(err)
 	require.True(t, ok)
-	require.Equal(t, rdmap.CodeUnexpectedOpcode, c)
+	require.Equal(t, termcode.RDMAPUnexpectedOpcode, c)
 
 	var alone dissect.RDMAP
 	require.ErrorIs(t, alone.DecodeFromBytes(nil, df), dissect.ErrNoDDP)

@@ -1,13 +1,10 @@
 package dissect_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/iwarp-go/iwarp-go/dissect"
 	"github.com/iwarp-go/iwarp-go/internal/conntest"
-	"github.com/iwarp-go/iwarp-go/pcaptap"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,14 +13,7 @@ import (
 // Send with CRC on decodes like tshark decodes it, with every CRC good and
 // no malformed header.
 func TestPcaptapConnPair_MatchTshark(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "pair.pcap")
-	f, err := os.Create(file)
-	require.NoError(t, err)
-	tap, err := pcaptap.New(f)
-	require.NoError(t, err)
-	conntest.RDMAExchange(t, tap)
-	require.NoError(t, tap.Close())
-	require.NoError(t, f.Close())
+	file := conntest.RecordExchange(t)
 
 	d := compareWithTshark(t, file)
 	require.Len(t, d.Streams, 1)

@@ -269,7 +269,7 @@ type Reading struct {
 }
 
 func reading(r rdmap.Reading) Reading {
-	return Reading{Layer: r.Code.Layer(), EType: r.Code.EType(), Code: r.Code.Code(), Name: r.Code.String(), M: r.M, D: r.D, R: r.R}
+	return Reading{Layer: uint8(r.Code.Layer()), EType: r.Code.EType(), Code: r.Code.ECode(), Name: r.Code.String(), M: r.M, D: r.D, R: r.R}
 }
 
 // Note is a finding about a stream that is not a PDU.

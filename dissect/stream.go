@@ -11,6 +11,8 @@ import (
 	"net/netip"
 	"sort"
 
+	"github.com/iwarp-go/iwarp-go/termcode"
+
 	"github.com/iwarp-go/iwarp-go/ddp"
 	"github.com/iwarp-go/iwarp-go/internal/capture"
 	"github.com/iwarp-go/iwarp-go/mpa"
@@ -348,7 +350,7 @@ func terminate(b []byte) *Terminate {
 
 // describe renders a header error with the Terminate a receiver sends.
 func describe(err error) string {
-	if c, ok := rdmap.TermCodeOf(err); ok {
+	if c, ok := termcode.Of(err); ok {
 		return fmt.Sprintf("%v; a receiver terminates with %v", err, c)
 	}
 	return err.Error()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/iwarp-go/iwarp-go/dissect"
 	"github.com/iwarp-go/iwarp-go/internal/capture"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/iwarp-go/iwarp-go/mpa"
 	"github.com/stretchr/testify/require"
 )
@@ -136,7 +137,7 @@ func findStream(t *testing.T, d *dissect.Dissection, clientPort uint16) *dissect
 
 // How far setup got, from the siw harness capture that tries every case.
 func TestStream_RFC5044_7_1_SetupOutcomes(t *testing.T) {
-	d, err := dissect.DecodeFile(siwCapture("mpa-host-client"))
+	d, err := dissect.DecodeFile(testutil.CapturePath(t, "mpa-host-client.pcap"))
 	require.NoError(t, err)
 	require.Len(t, d.Streams, 21)
 
@@ -175,7 +176,7 @@ func TestStream_RFC5044_7_1_SetupOutcomes(t *testing.T) {
 // Terminate for it is read both ways: siw's x86 layout says LLP/MPA CRC
 // error, the RFC layout something else.
 func TestStream_RFC5044_4_CRCAndSiwTerminate(t *testing.T) {
-	d, err := dissect.DecodeFile(siwCapture("mpa-host-client"))
+	d, err := dissect.DecodeFile(testutil.CapturePath(t, "mpa-host-client.pcap"))
 	require.NoError(t, err)
 	s := findStream(t, d, 53488)
 	require.Len(t, s.PDUs, 2)
@@ -278,7 +279,7 @@ func TestStream_HeaderErrorsAndReceiveChecks(t *testing.T) {
 // The decoder reads its own JSON and text forms without trouble, and the
 // text names what matters.
 func TestStream_TextAndJSON(t *testing.T) {
-	d, err := dissect.DecodeFile(siwCapture("mpa-host-client"))
+	d, err := dissect.DecodeFile(testutil.CapturePath(t, "mpa-host-client.pcap"))
 	require.NoError(t, err)
 	var text, js bytes.Buffer
 	require.NoError(t, d.WriteText(&text))

@@ -16,7 +16,6 @@
 // Flush. Both handle CRC32c and markers.
 //
 // Failures that the upper layer reports in a Terminate are *Error values
-// carrying an [ErrCode]; their TerminateCode method gives
-// layer<<12 | type<<8 | code, the encoding shared with the ddp and rdmap
-// packages.
+// whose chain holds a termcode.Code (an LLP code, layer 2): the one code
+// space the ddp and rdmap packages report in as well.
 package mpa

@@ -3,48 +3,9 @@ package mpa
 import (
 	"errors"
 	"fmt"
+
+	"github.com/iwarp-go/iwarp-go/termcode"
 )
-
-// ErrCode is an MPA error code: the Error Code of a Terminate message whose
-// Layer is 2 (LLP) and Error Type is 0 (MPA). RFC 5044 defines 0x01–0x04
-// and RFC 6581 adds 0x05–0x07 (IANA "RDDP" registry, mpa-errors).
-type ErrCode uint8
-
-// MPA error codes as registered with IANA.
-const (
-	CodeConnectionLost    ErrCode = 0x01 // TCP connection closed, terminated or lost
-	CodeCRC               ErrCode = 0x02 // MPA CRC error
-	CodeMarkerMismatch    ErrCode = 0x03 // MPA Marker and ULPDU Length field mismatch
-	CodeInvalidFrame      ErrCode = 0x04 // invalid MPA Request or Reply frame
-	CodeLocalCatastrophic ErrCode = 0x05 // local catastrophic error
-	CodeInsufficientIRD   ErrCode = 0x06 // insufficient IRD resources
-	CodeNoMatchingRTR     ErrCode = 0x07 // no matching RTR option
-)
-
-func (c ErrCode) String() string {
-	switch c {
-	case CodeConnectionLost:
-		return "TCP connection closed, terminated or lost"
-	case CodeCRC:
-		return "MPA CRC error"
-	case CodeMarkerMismatch:
-		return "MPA Marker and ULPDU Length field mismatch"
-	case CodeInvalidFrame:
-		return "invalid MPA Request or Reply frame"
-	case CodeLocalCatastrophic:
-		return "local catastrophic error"
-	case CodeInsufficientIRD:
-		return "insufficient IRD resources"
-	case CodeNoMatchingRTR:
-		return "no matching RTR option"
-	}
-	return fmt.Sprintf("MPA error 0x%02x", uint8(c))
-}
-
-// TerminateCode returns the code in the form shared with the ddp and rdmap
-// packages: layer<<12 | error type<<8 | error code, here 0x2000|code (layer
-// 2 LLP, error type 0 MPA).
-func (c ErrCode) TerminateCode() uint16 { return 0x2000 | uint16(c) }
 
 // Sentinel errors. Protocol failures are returned as an *Error that wraps
 // one of them, so errors.Is works on every path; the others are returned
@@ -76,9 +37,9 @@ var (
 	ErrState       = errors.New("mpa: call out of order")
 )
 
-// Error is an MPA protocol failure. Code is the MPA error code the upper
-// layer reports in a Terminate (TerminateCode gives the shared encoding);
-// Err is the sentinel for errors.Is.
+// Error is an MPA protocol failure. Code is the Terminate code the upper
+// layer reports (an LLP code, layer 2); Err is the sentinel for errors.Is.
+// Both are in the error's chain: errors.As finds the termcode.Code.
 //
 // A Terminate can only be sent on an established FPDU stream: by the
 // initiator once it has the Reply, and by either side while framing FPDUs.
@@ -86,7 +47,7 @@ var (
 // answered with a Reply with R set (RejectReply) or with nothing, and the
 // connection is then closed.
 type Error struct {
-	Code   ErrCode
+	Code   termcode.Code
 	Err    error
 	Detail string
 	// RejectReply reports that the failure is answered with a Reply with R
@@ -101,15 +62,13 @@ func (e *Error) Error() string {
 	if e.Detail != "" {
 		s += ": " + e.Detail
 	}
-	return fmt.Sprintf("%s (MPA error 0x%02x, %s)", s, uint8(e.Code), e.Code)
+	return fmt.Sprintf("%s (%s)", s, e.Code)
 }
 
-func (e *Error) Unwrap() error { return e.Err }
+// Unwrap returns the sentinel and the code.
+func (e *Error) Unwrap() []error { return []error{e.Err, e.Code} }
 
-// TerminateCode returns 0x2000|Code; see ErrCode.TerminateCode.
-func (e *Error) TerminateCode() uint16 { return e.Code.TerminateCode() }
-
-func protoErr(code ErrCode, err error, format string, args ...any) *Error {
+func protoErr(code termcode.Code, err error, format string, args ...any) *Error {
 	return &Error{Code: code, Err: err, Detail: fmt.Sprintf(format, args...)}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/mpa"
+	"github.com/iwarp-go/iwarp-go/termcode"
 )
 
 // Connection setup over TCP: the responder reads the Request, looks at its
@@ -93,15 +94,15 @@ func Example_fpdu() {
 	// ULPDU 15 bytes, header c140, payload "!", CRC ok: true
 }
 
-// Errors that call for a Terminate carry its code in the encoding shared
-// with the ddp and rdmap packages.
-func ExampleError_TerminateCode() {
+// Errors that call for a Terminate carry its code, a termcode.Code in the
+// one code space the ddp and rdmap packages use too.
+func ExampleError_code() {
 	bad := []byte{0, 4, 1, 2, 3, 4, 0, 0, 0, 0, 0xde, 0xad} // FPDU with a wrong CRC field
 	r := mpa.NewReader(bytes.NewReader(bad), mpa.ReaderConfig{CRC: true})
 	_, err := r.ReadFPDU(make([]byte, 16))
-	var tc interface{ TerminateCode() uint16 }
-	if errors.As(err, &tc) {
-		fmt.Printf("Terminate 0x%04x: %v\n", tc.TerminateCode(), errors.Is(err, mpa.ErrCRC))
+	var c termcode.Code
+	if errors.As(err, &c) {
+		fmt.Printf("Terminate 0x%04x: %v\n", uint16(c), errors.Is(err, mpa.ErrCRC))
 	}
 	// Output: Terminate 0x2002: true
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
+	"github.com/iwarp-go/iwarp-go/termcode"
 	"github.com/stretchr/testify/require"
 )
 
@@ -73,9 +75,9 @@ func randSpecs(rng *rand.Rand, n, maxPayload int) []fpduSpec {
 func TestFPDU_RFC5044_4_SiwRTRBytes(t *testing.T) {
 	hdr := tagged(1, 0)
 	plain := encode(t, WriterConfig{}, []fpduSpec{{hdr: hdr}})
-	require.Equal(t, unhex(t, "00 0e c1 40 00 00 00 01 00 00 00 00 00 00 00 00 00 00 00 00"), plain)
+	require.Equal(t, testutil.Unhex(t, "00 0e c1 40 00 00 00 01 00 00 00 00 00 00 00 00 00 00 00 00"), plain)
 	withCRC := encode(t, WriterConfig{CRC: true}, []fpduSpec{{hdr: hdr}})
-	require.Equal(t, unhex(t, "00 0e c1 40 00 00 00 01 00 00 00 00 00 00 00 00 eb d3 4c 5f"), withCRC)
+	require.Equal(t, testutil.Unhex(t, "00 0e c1 40 00 00 00 01 00 00 00 00 00 00 00 00 eb d3 4c 5f"), withCRC)
 
 	u, err := NewReader(bytes.NewReader(withCRC), ReaderConfig{CRC: true}).ReadFPDU(make([]byte, 64))
 	require.NoError(t, err)
@@ -98,7 +100,7 @@ func TestFPDU_RFC5044_4_CRCByteOrder(t *testing.T) {
 		{inc, "4e 79 dd 46"},
 	} {
 		c := crc32.Checksum(v.in, castagnoli)
-		require.Equal(t, unhex(t, v.wire), binary.LittleEndian.AppendUint32(nil, c))
+		require.Equal(t, testutil.Unhex(t, v.wire), binary.LittleEndian.AppendUint32(nil, c))
 	}
 }
 
@@ -300,8 +302,8 @@ func TestReader_CRCErrorIsReportedAndStreamContinues(t *testing.T) {
 	require.ErrorIs(t, err, ErrCRC)
 	var pe *Error
 	require.ErrorAs(t, err, &pe)
-	require.Equal(t, CodeCRC, pe.Code)
-	require.Equal(t, uint16(0x2002), pe.TerminateCode())
+	require.Equal(t, termcode.MPACRC, pe.Code)
+	require.Equal(t, termcode.Code(0x2002), pe.Code)
 	u, err := r.ReadFPDU(buf)
 	require.NoError(t, err)
 	require.Equal(t, append(tagged(3, 3), "next"...), u)
@@ -317,7 +319,7 @@ func TestReader_ULPDUOverLimit(t *testing.T) {
 	r := NewReader(bytes.NewReader(stream), ReaderConfig{MaxULPDU: 100})
 	_, err := r.Next()
 	require.ErrorIs(t, err, ErrULPDULength)
-	require.Equal(t, uint16(0x2003), err.(*Error).TerminateCode())
+	require.Equal(t, termcode.Code(0x2003), err.(*Error).Code)
 	_, err = r.Next()
 	require.ErrorIs(t, err, ErrULPDULength, "the stream stays broken")
 }
@@ -340,7 +342,7 @@ func TestReader_TornStream(t *testing.T) {
 				continue
 			}
 			require.ErrorIs(t, err, ErrConnectionLost, "cut %d markers %v", cut, markers)
-			require.Equal(t, uint16(0x2001), err.(*Error).TerminateCode())
+			require.Equal(t, termcode.Code(0x2001), err.(*Error).Code)
 		}
 	}
 }

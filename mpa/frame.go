@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/iwarp-go/iwarp-go/termcode"
 )
 
 // Sizes and limits of MPA Request/Reply frames.
@@ -165,16 +167,16 @@ func (f *Frame) String() string {
 // against RFC 5044's 512 and the caller's limit.
 func checkHeader(h Header, maxPD int) *Error {
 	if h.Kind() == 0 {
-		return protoErr(CodeInvalidFrame, ErrBadKey, "key %q", h.Key())
+		return protoErr(termcode.MPAInvalidFrame, ErrBadKey, "key %q", h.Key())
 	}
 	// RFC 5044 defines revision 1, RFC 6581 revision 2. siw closes the
 	// connection without a reply when Rev > 2 (siw_proc_mpareq; the rev-3
 	// round of mpa-host-client.pcap shows it).
 	if h.Rev() > 2 {
-		return protoErr(CodeInvalidFrame, ErrRevision, "revision %d", h.Rev())
+		return protoErr(termcode.MPAInvalidFrame, ErrRevision, "revision %d", h.Rev())
 	}
 	if n := h.PDLength(); n > MaxPrivateData || n > maxPD {
-		return protoErr(CodeInvalidFrame, ErrPrivateDataLength, "PD_Length %d, limit %d", n, min(maxPD, MaxPrivateData))
+		return protoErr(termcode.MPAInvalidFrame, ErrPrivateDataLength, "PD_Length %d, limit %d", n, min(maxPD, MaxPrivateData))
 	}
 	return nil
 }
@@ -191,7 +193,7 @@ func decodeBody(h Header, pd []byte) (Frame, *Error) {
 			pd = pd[IRDORDLen:]
 		case f.Flags&FlagReject == 0:
 			// siw answers this with a reject (siw_proc_mpareq).
-			return Frame{}, protoErr(CodeInvalidFrame, ErrShortEnhanced, "PD_Length %d", len(pd))
+			return Frame{}, protoErr(termcode.MPAInvalidFrame, ErrShortEnhanced, "PD_Length %d", len(pd))
 		}
 	}
 	f.PrivateData = pd
@@ -203,7 +205,7 @@ func decodeBody(h Header, pd []byte) (Frame, *Error) {
 // the frame are not examined.
 func ParseFrame(b []byte) (Frame, int, error) {
 	if len(b) < FrameHeaderLen {
-		return Frame{}, 0, protoErr(CodeInvalidFrame, ErrTruncated, "%d of %d header bytes", len(b), FrameHeaderLen)
+		return Frame{}, 0, protoErr(termcode.MPAInvalidFrame, ErrTruncated, "%d of %d header bytes", len(b), FrameHeaderLen)
 	}
 	h := Header(b[:FrameHeaderLen])
 	if err := checkHeader(h, MaxPrivateData); err != nil {
@@ -211,7 +213,7 @@ func ParseFrame(b []byte) (Frame, int, error) {
 	}
 	n := FrameHeaderLen + h.PDLength()
 	if len(b) < n {
-		return Frame{}, 0, protoErr(CodeInvalidFrame, ErrTruncated, "%d of %d bytes", len(b), n)
+		return Frame{}, 0, protoErr(termcode.MPAInvalidFrame, ErrTruncated, "%d of %d bytes", len(b), n)
 	}
 	f, err := decodeBody(h, b[FrameHeaderLen:n])
 	if err != nil {
@@ -263,7 +265,7 @@ func readFull(r io.Reader, b []byte) error {
 		return nil
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return protoErr(CodeConnectionLost, ErrConnectionLost, "got %d of %d bytes", n, len(b))
+		return protoErr(termcode.MPAConnectionLost, ErrConnectionLost, "got %d of %d bytes", n, len(b))
 	}
 	return fmt.Errorf("mpa: reading frame: %w", err)
 }

@@ -2,23 +2,16 @@ package mpa
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
 	"io"
 	"strings"
 	"testing"
 	"testing/iotest"
 
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
+	"github.com/iwarp-go/iwarp-go/termcode"
 	"github.com/stretchr/testify/require"
 )
-
-// unhex turns a dump with spaces into bytes.
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(strings.Join(strings.Fields(s), ""))
-	require.NoError(t, err)
-	return b
-}
 
 const (
 	reqKeyHex = "4d 50 41 20 49 44 20 52 65 71 20 46 72 61 6d 65"
@@ -64,7 +57,7 @@ var goldenFrames = []struct {
 func TestFrame_RFC5044_7_1_GoldenBytes(t *testing.T) {
 	for _, tc := range goldenFrames {
 		t.Run(tc.name, func(t *testing.T) {
-			b := unhex(t, tc.hex)
+			b := testutil.Unhex(t, tc.hex)
 			f, n, err := ParseFrame(b)
 			require.NoError(t, err)
 			require.Equal(t, len(b), n)
@@ -88,20 +81,20 @@ func TestFrame_RFC5044_7_1_GoldenBytes(t *testing.T) {
 }
 
 func TestHeader_View(t *testing.T) {
-	h := Header(unhex(t, reqKeyHex+"d9 02 01 02"))
+	h := Header(testutil.Unhex(t, reqKeyHex+"d9 02 01 02"))
 	require.Equal(t, RequestKey, string(h.Key()))
 	require.Equal(t, KindRequest, h.Kind())
 	require.Equal(t, FlagMarkers|FlagCRC|FlagEnhanced|0x09, h.Flags())
 	require.Equal(t, uint8(2), h.Rev())
 	require.Equal(t, 258, h.PDLength())
 	require.Equal(t, "M|C|E|res=0x09", h.Flags().String())
-	require.Equal(t, Kind(0), Header(unhex(t, "00000000000000000000000000000000 00 01 00 00")).Kind())
+	require.Equal(t, Kind(0), Header(testutil.Unhex(t, "00000000000000000000000000000000 00 01 00 00")).Kind())
 }
 
 // Reserved flag bits are kept as received (siw echoes them; the parser
 // must not lose them).
 func TestFrame_RFC5044_7_1_ReservedBitsRoundTrip(t *testing.T) {
-	b := unhex(t, repKeyHex+"1f 02 00 04 00 01 00 01")
+	b := testutil.Unhex(t, repKeyHex+"1f 02 00 04 00 01 00 01")
 	f, _, err := ParseFrame(b)
 	require.NoError(t, err)
 	require.Equal(t, Flags(0x0f), f.Flags&FlagsReserved)
@@ -125,12 +118,12 @@ func TestParseFrame_Malformed(t *testing.T) {
 		{"enhanced, PD_Length 0", repKeyHex + "10 02 00 00", ErrShortEnhanced},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := ParseFrame(unhex(t, tc.hex))
+			_, _, err := ParseFrame(testutil.Unhex(t, tc.hex))
 			require.ErrorIs(t, err, tc.want)
 			var pe *Error
 			require.ErrorAs(t, err, &pe)
-			require.Equal(t, CodeInvalidFrame, pe.Code)
-			require.Equal(t, uint16(0x2004), pe.TerminateCode())
+			require.Equal(t, termcode.MPAInvalidFrame, pe.Code)
+			require.Equal(t, termcode.Code(0x2004), pe.Code)
 		})
 	}
 }
@@ -138,7 +131,7 @@ func TestParseFrame_Malformed(t *testing.T) {
 // Revision 1 frames carry no IRD/ORD block even when bit 0x10 is set: the
 // Enhanced flag only exists in revision 2.
 func TestFrame_RFC6581_BlockOnlyInRev2(t *testing.T) {
-	f, _, err := ParseFrame(unhex(t, reqKeyHex+"10 01 00 04 00 01 00 01"))
+	f, _, err := ParseFrame(testutil.Unhex(t, reqKeyHex+"10 01 00 04 00 01 00 01"))
 	require.NoError(t, err)
 	require.False(t, f.HasIRDORD)
 	require.Equal(t, []byte{0, 1, 0, 1}, f.PrivateData)
@@ -157,8 +150,8 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 func TestReadFrame_NeverReadsPastFrame(t *testing.T) {
-	frame := unhex(t, repKeyHex+"10 02 00 09 00 01 00 01 68 65 6c 6c 6f")
-	fpdu := unhex(t, "00 0e c1 40 00 00 00 01 00 00 00 00 00 00 00 00 00 00 00 00")
+	frame := testutil.Unhex(t, repKeyHex+"10 02 00 09 00 01 00 01 68 65 6c 6c 6f")
+	fpdu := testutil.Unhex(t, "00 0e c1 40 00 00 00 01 00 00 00 00 00 00 00 00 00 00 00 00")
 	for _, wrap := range []struct {
 		name string
 		f    func(io.Reader) io.Reader
@@ -179,7 +172,7 @@ func TestReadFrame_NeverReadsPastFrame(t *testing.T) {
 // The limit is applied to PD_Length before any private data is read, so a
 // peer cannot make the reader allocate or wait for more than it allows.
 func TestReadFrame_LimitCheckedBeforeReading(t *testing.T) {
-	hdr := unhex(t, reqKeyHex+"10 02 01 2c") // PD_Length 300
+	hdr := testutil.Unhex(t, reqKeyHex+"10 02 01 2c") // PD_Length 300
 	cr := &countingReader{r: bytes.NewReader(hdr)}
 	_, err := ReadFrame(cr, SiwMaxPDLength)
 	require.ErrorIs(t, err, ErrPrivateDataLength)
@@ -188,12 +181,12 @@ func TestReadFrame_LimitCheckedBeforeReading(t *testing.T) {
 
 func TestReadFrame_TornIsConnectionLost(t *testing.T) {
 	for _, n := range []int{0, 7, 20, 22} {
-		b := unhex(t, reqKeyHex+"10 02 00 04 00 01 00 01")[:n]
+		b := testutil.Unhex(t, reqKeyHex+"10 02 00 04 00 01 00 01")[:n]
 		_, err := ReadFrame(bytes.NewReader(b), MaxPrivateData)
 		require.ErrorIs(t, err, ErrConnectionLost, "cut at %d", n)
 		var pe *Error
 		require.ErrorAs(t, err, &pe)
-		require.Equal(t, uint16(0x2001), pe.TerminateCode())
+		require.Equal(t, termcode.Code(0x2001), pe.Code)
 	}
 	// Other I/O errors are passed through, not turned into protocol errors.
 	boom := errors.New("boom")
@@ -242,7 +235,7 @@ func TestIRDORD_RFC6581_Bits(t *testing.T) {
 		{"01 f4 01 f4", IRDORD{IRD: 500, ORD: 500}},
 		{"40 00 00 00", IRDORD{RTR: RTRSend}},
 	} {
-		b := unhex(t, tc.hex)
+		b := testutil.Unhex(t, tc.hex)
 		require.Equal(t, tc.want, IRDORDBlock(b).Decode(), tc.hex)
 		require.Equal(t, b, AppendIRDORD(nil, tc.want), tc.hex)
 	}
@@ -251,30 +244,33 @@ func TestIRDORD_RFC6581_Bits(t *testing.T) {
 }
 
 func TestErrCode_Strings(t *testing.T) {
-	want := map[ErrCode]string{
-		CodeConnectionLost:    "TCP connection closed, terminated or lost",
-		CodeCRC:               "MPA CRC error",
-		CodeMarkerMismatch:    "MPA Marker and ULPDU Length field mismatch",
-		CodeInvalidFrame:      "invalid MPA Request or Reply frame",
-		CodeLocalCatastrophic: "local catastrophic error",
-		CodeInsufficientIRD:   "insufficient IRD resources",
-		CodeNoMatchingRTR:     "no matching RTR option",
-		0x09:                  "MPA error 0x09",
+	want := map[termcode.Code]string{
+		termcode.MPAConnectionLost:    "TCP connection closed, terminated, or lost",
+		termcode.MPACRC:               "MPA CRC Error",
+		termcode.MPAMarker:            "MPA Marker and ULPDU Length field mismatch",
+		termcode.MPAInvalidFrame:      "Invalid MPA Request Frame or MPA Response Frame",
+		termcode.MPALocalCatastrophic: "Local catastrophic error",
+		termcode.MPAInsufficientIRD:   "Insufficient IRD resources",
+		termcode.MPANoMatchingRTR:     "No matching RTR option",
+		0x2009:                        "unknown code",
 	}
 	for c, s := range want {
-		require.Equal(t, s, c.String())
-		require.Equal(t, 0x2000|uint16(c), c.TerminateCode())
+		require.Contains(t, c.String(), s)
+		require.Equal(t, termcode.LLP, c.Layer())
+		require.Zero(t, c.EType())
 	}
-	e := &Error{Code: CodeCRC, Err: ErrCRC, Detail: "FPDU 3"}
-	require.Equal(t, "mpa: CRC mismatch: FPDU 3 (MPA error 0x02, MPA CRC error)", e.Error())
-	var tc interface{ TerminateCode() uint16 }
-	require.True(t, errors.As(error(e), &tc))
-	require.Equal(t, uint16(0x2002), tc.TerminateCode())
+	e := &Error{Code: termcode.MPACRC, Err: ErrCRC, Detail: "FPDU 3"}
+	require.Equal(t, "mpa: CRC mismatch: FPDU 3 (LLP MPA Error: MPA CRC Error (2/0/0x02))", e.Error())
+	var c termcode.Code
+	require.True(t, errors.As(error(e), &c))
+	require.Equal(t, termcode.Code(0x2002), c)
+	require.ErrorIs(t, e, ErrCRC)
+	require.ErrorIs(t, e, termcode.MPACRC)
 }
 
 func FuzzParseFrame(f *testing.F) {
 	for _, g := range goldenFrames {
-		f.Add(unhex(f, g.hex))
+		f.Add(testutil.Unhex(f, g.hex))
 	}
 	for _, fr := range []Frame{
 		{Kind: KindRequest, Rev: 2, Flags: FlagEnhanced | FlagCRC, HasIRDORD: true, IRDORD: IRDORD{IRD: 8, ORD: 4, P2P: true, RTR: RTRWrite}, PrivateData: []byte("pd")},
@@ -289,7 +285,7 @@ func FuzzParseFrame(f *testing.F) {
 		rf, rerr := ReadFrame(bytes.NewReader(b), MaxPrivateData)
 		if err != nil {
 			var pe *Error
-			if !errors.As(err, &pe) || pe.Code != CodeInvalidFrame {
+			if !errors.As(err, &pe) || pe.Code != termcode.MPAInvalidFrame {
 				t.Fatalf("parse error %v is not an invalid-frame *Error", err)
 			}
 			if rerr == nil {

@@ -5,16 +5,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"path/filepath"
 	"sort"
 	"testing"
 
 	"github.com/iwarp-go/iwarp-go/internal/capture"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
+	"github.com/iwarp-go/iwarp-go/termcode"
 	"github.com/stretchr/testify/require"
 )
-
-// The siw captures live with the capture package's tests.
-const captureDir = "../internal/capture/testdata"
 
 // outcome is what this package's initiator decides about a captured Reply.
 type outcome int
@@ -157,7 +155,7 @@ func readFPDUs(t *testing.T, st *capture.Stream, off int, crc bool) []streamFPDU
 		f.crcErr = r.End()
 		if f.crcErr != nil {
 			require.ErrorIs(t, f.crcErr, ErrCRC)
-			require.Equal(t, uint16(0x2002), f.crcErr.(*Error).TerminateCode())
+			require.Equal(t, termcode.Code(0x2002), f.crcErr.(*Error).Code)
 		}
 		out = append(out, f)
 		pos = end
@@ -215,7 +213,7 @@ func checkExchange(t *testing.T, c *capture.Conn) (outcome, bool, int, int) {
 func TestGolden_SiwCaptures(t *testing.T) {
 	for _, g := range goldenFiles {
 		t.Run(g.file, func(t *testing.T) {
-			conns, err := capture.ReadFile(filepath.Join(captureDir, g.file))
+			conns, err := capture.ReadFile(testutil.CapturePath(t, g.file))
 			require.NoError(t, err)
 			require.Len(t, conns, len(g.outcomes))
 			ulpdus := map[int]int{}

@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/iwarp-go/iwarp-go/termcode"
 )
 
 // Connect runs the initiator's side of connection setup on c: it sends the
@@ -79,7 +81,7 @@ func ReadRequest(ctx context.Context, c net.Conn, cfg *Config) (*Request, error)
 		case err != nil:
 			return err
 		case f.Kind != KindRequest:
-			return protoErr(CodeInvalidFrame, ErrBadKey, "expected a Request, got a %s", f.Kind)
+			return protoErr(termcode.MPAInvalidFrame, ErrBadKey, "expected a Request, got a %s", f.Kind)
 		default:
 			// Run the checks that do not depend on the application's
 			// answer so that a hopeless Request is refused before the

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -165,7 +166,7 @@ func TestHandshake_AlreadyCancelled(t *testing.T) {
 func TestHandshake_MalformedRequests(t *testing.T) {
 	t.Run("short enhanced", func(t *testing.T) {
 		client, server := tcpPair(t)
-		_, err := client.Write(unhex(t, reqKeyHex+"10 02 00 02 00 01"))
+		_, err := client.Write(testutil.Unhex(t, reqKeyHex+"10 02 00 02 00 01"))
 		require.NoError(t, err)
 		_, err = ReadRequest(context.Background(), server, &Config{})
 		require.ErrorIs(t, err, ErrShortEnhanced)
@@ -178,7 +179,7 @@ func TestHandshake_MalformedRequests(t *testing.T) {
 	})
 	t.Run("bad key", func(t *testing.T) {
 		client, server := tcpPair(t)
-		_, err := client.Write(unhex(t, "4d 50 41 20 49 44 20 42 61 64 20 46 72 61 6d 65 00 01 00 00"))
+		_, err := client.Write(testutil.Unhex(t, "4d 50 41 20 49 44 20 42 61 64 20 46 72 61 6d 65 00 01 00 00"))
 		require.NoError(t, err)
 		_, err = ReadRequest(context.Background(), server, &Config{})
 		require.ErrorIs(t, err, ErrBadKey)
@@ -189,14 +190,14 @@ func TestHandshake_MalformedRequests(t *testing.T) {
 	})
 	t.Run("reply key on the passive side", func(t *testing.T) {
 		client, server := tcpPair(t)
-		_, err := client.Write(unhex(t, repKeyHex+"00 01 00 00"))
+		_, err := client.Write(testutil.Unhex(t, repKeyHex+"00 01 00 00"))
 		require.NoError(t, err)
 		_, err = ReadRequest(context.Background(), server, &Config{})
 		require.ErrorIs(t, err, ErrBadKey)
 	})
 	t.Run("peer closes mid-frame", func(t *testing.T) {
 		client, server := tcpPair(t)
-		_, err := client.Write(unhex(t, reqKeyHex)[:10])
+		_, err := client.Write(testutil.Unhex(t, reqKeyHex)[:10])
 		require.NoError(t, err)
 		client.Close()
 		_, err = ReadRequest(context.Background(), server, &Config{})

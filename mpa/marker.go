@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"math"
+
+	"github.com/iwarp-go/iwarp-go/termcode"
 )
 
 // Markers (RFC 5044 §5), as implemented here:
@@ -134,7 +136,7 @@ func (m *markerState) take(r *Reader, lead bool) error {
 		if rec.log < m.logRead {
 			// Consumption never steps over a marker; this would be a bug,
 			// reported instead of looping.
-			return r.fail(protoErr(CodeLocalCatastrophic, ErrMarker, "marker at %d passed over at %d", rec.log, m.logRead))
+			return r.fail(protoErr(termcode.MPALocalCatastrophic, ErrMarker, "marker at %d passed over at %d", rec.log, m.logRead))
 		}
 		want := int64(0)
 		if !lead {
@@ -142,7 +144,7 @@ func (m *markerState) take(r *Reader, lead bool) error {
 		}
 		got := int64(binary.BigEndian.Uint16(rec.b[2:]))
 		if got != want {
-			return r.fail(protoErr(CodeMarkerMismatch, ErrMarker,
+			return r.fail(protoErr(termcode.MPAMarker, ErrMarker,
 				"marker at stream offset %d has FPDUPTR %d, the FPDU's length field is %d octets back", m.rawRead, got, want))
 		}
 		if r.cfg.CRC {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/iwarp-go/iwarp-go/termcode"
 	"github.com/stretchr/testify/require"
 )
 
@@ -84,7 +85,7 @@ func TestMarkers_RFC5044_5_FPDUPTRMismatch(t *testing.T) {
 			r := NewReader(bytes.NewReader(stream), ReaderConfig{Markers: true})
 			_, err := r.ReadFPDU(make([]byte, 1024))
 			require.ErrorIs(t, err, ErrMarker)
-			require.Equal(t, uint16(0x2003), err.(*Error).TerminateCode())
+			require.Equal(t, termcode.Code(0x2003), err.(*Error).Code)
 			_, err = r.Next()
 			require.ErrorIs(t, err, ErrMarker, "a marker mismatch ends the stream")
 		})

@@ -1,6 +1,10 @@
 package mpa
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/iwarp-go/iwarp-go/termcode"
+)
 
 // Role is a side of MPA connection setup.
 type Role uint8
@@ -116,20 +120,20 @@ func AnswerRequest(cfg *Config, req *Frame, privateData []byte) (reply Frame, re
 		return Frame{}, Result{}, err
 	}
 	if req.Kind != KindRequest {
-		return Frame{}, Result{}, protoErr(CodeInvalidFrame, ErrBadKey, "expected a Request, got a %s", req.Kind)
+		return Frame{}, Result{}, protoErr(termcode.MPAInvalidFrame, ErrBadKey, "expected a Request, got a %s", req.Kind)
 	}
 	if req.Rev == 0 || req.Rev > 2 {
-		return Frame{}, Result{}, protoErr(CodeInvalidFrame, ErrRevision, "request revision %d", req.Rev)
+		return Frame{}, Result{}, protoErr(termcode.MPAInvalidFrame, ErrRevision, "request revision %d", req.Rev)
 	}
 	reject := func(e *Error) (Frame, Result, error) {
 		e.RejectReply = true
 		return rejectFrame(req, nil), Result{}, e
 	}
 	if req.Enhanced() && !req.HasIRDORD {
-		return reject(protoErr(CodeInvalidFrame, ErrShortEnhanced, "PD_Length %d", req.PDLength()))
+		return reject(protoErr(termcode.MPAInvalidFrame, ErrShortEnhanced, "PD_Length %d", req.PDLength()))
 	}
 	if req.Flags&FlagMarkers != 0 && cfg.RefuseMarkers {
-		return reject(protoErr(CodeInvalidFrame, ErrMarkersRefused, "request has M set"))
+		return reject(protoErr(termcode.MPAInvalidFrame, ErrMarkersRefused, "request has M set"))
 	}
 
 	rep := Frame{Kind: KindReply, Rev: req.Rev}
@@ -161,7 +165,7 @@ func AnswerRequest(cfg *Config, req *Frame, privateData []byte) (reply Frame, re
 		if in.P2P && cfg.P2P {
 			rtr := pickRTR(cfg, in)
 			if rtr == 0 {
-				return reject(protoErr(CodeNoMatchingRTR, ErrNoMatchingRTR,
+				return reject(protoErr(termcode.MPANoMatchingRTR, ErrNoMatchingRTR,
 					"offered %s, supported %s", in.RTR, supportedRTR(cfg)))
 			}
 			rep.IRDORD.P2P, rep.IRDORD.RTR = true, rtr
@@ -243,26 +247,26 @@ func CheckReply(cfg *Config, req, rep *Frame) (Result, error) {
 		return Result{}, err
 	}
 	if rep.Kind != KindReply {
-		return Result{}, protoErr(CodeInvalidFrame, ErrBadKey, "expected a Reply, got a %s", rep.Kind)
+		return Result{}, protoErr(termcode.MPAInvalidFrame, ErrBadKey, "expected a Reply, got a %s", rep.Kind)
 	}
 	if rep.Flags&FlagReject != 0 {
 		return Result{}, &RejectedError{Reply: *rep, PrivateData: rep.PrivateData}
 	}
 	if rep.Rev == 0 || rep.Rev > req.Rev {
-		return Result{}, protoErr(CodeInvalidFrame, ErrRevision, "reply revision %d to a revision %d request", rep.Rev, req.Rev)
+		return Result{}, protoErr(termcode.MPAInvalidFrame, ErrRevision, "reply revision %d to a revision %d request", rep.Rev, req.Rev)
 	}
 	switch {
 	case req.Enhanced() && !rep.Enhanced() && !cfg.AcceptDowngrade:
-		return Result{}, protoErr(CodeInvalidFrame, ErrRevisionMismatch,
+		return Result{}, protoErr(termcode.MPAInvalidFrame, ErrRevisionMismatch,
 			"enhanced request answered by revision %d flags %s", rep.Rev, rep.Flags)
 	case !req.Enhanced() && rep.Enhanced():
-		return Result{}, protoErr(CodeInvalidFrame, ErrRevisionMismatch, "enhanced reply to a request without enhanced setup")
+		return Result{}, protoErr(termcode.MPAInvalidFrame, ErrRevisionMismatch, "enhanced reply to a request without enhanced setup")
 	}
 	if rep.Flags&FlagMarkers != 0 && cfg.RefuseMarkers {
-		return Result{}, protoErr(CodeInvalidFrame, ErrMarkersRefused, "reply has M set")
+		return Result{}, protoErr(termcode.MPAInvalidFrame, ErrMarkersRefused, "reply has M set")
 	}
 	if rep.Flags&FlagCRC == 0 && cfg.CRC == CRCRequired {
-		return Result{}, protoErr(CodeInvalidFrame, ErrCRCRequired, "reply has C clear")
+		return Result{}, protoErr(termcode.MPAInvalidFrame, ErrCRCRequired, "reply has C clear")
 	}
 	res := Result{
 		Role:            Initiator,
@@ -277,7 +281,7 @@ func CheckReply(cfg *Config, req, rep *Frame) (Result, error) {
 	if rep.HasIRDORD {
 		in := rep.IRDORD
 		if in.ORD > cfg.IRD {
-			return Result{}, protoErr(CodeInsufficientIRD, ErrInsufficientIRD, "reply ORD %d, own IRD %d", in.ORD, cfg.IRD)
+			return Result{}, protoErr(termcode.MPAInsufficientIRD, ErrInsufficientIRD, "reply ORD %d, own IRD %d", in.ORD, cfg.IRD)
 		}
 		res.IRDORDKnown = true
 		res.IRD, res.ORD = cfg.IRD, min(cfg.ORD, in.IRD)
@@ -288,7 +292,7 @@ func CheckReply(cfg *Config, req, rep *Frame) (Result, error) {
 				offered = req.IRDORD.RTR
 			}
 			if in.RTR == 0 || in.RTR&(in.RTR-1) != 0 || in.RTR&^offered != 0 {
-				return Result{}, protoErr(CodeNoMatchingRTR, ErrNoMatchingRTR, "reply RTR %s, offered %s", in.RTR, offered)
+				return Result{}, protoErr(termcode.MPANoMatchingRTR, ErrNoMatchingRTR, "reply RTR %s, offered %s", in.RTR, offered)
 			}
 			res.P2P, res.RTR, res.SendRTR = true, in.RTR, true
 		}

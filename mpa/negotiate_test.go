@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
+	"github.com/iwarp-go/iwarp-go/termcode"
 	"github.com/stretchr/testify/require"
 )
 
@@ -36,7 +38,7 @@ func wire(t *testing.T, f Frame) Frame {
 	return g
 }
 
-func code(t *testing.T, err error) ErrCode {
+func code(t *testing.T, err error) termcode.Code {
 	t.Helper()
 	var pe *Error
 	require.ErrorAs(t, err, &pe)
@@ -49,13 +51,13 @@ func TestNegotiate_DefaultsMatchSiwInitiator(t *testing.T) {
 	require.NoError(t, err)
 	b, err := AppendFrame(nil, &req)
 	require.NoError(t, err)
-	require.Equal(t, unhex(t, reqKeyHex+"50 02 00 04 00 01 00 01"), b)
+	require.Equal(t, testutil.Unhex(t, reqKeyHex+"50 02 00 04 00 01 00 01"), b)
 
 	req, err = BuildRequest(&Config{IRD: 1, ORD: 1, CRC: CRCOff}, nil)
 	require.NoError(t, err)
 	b, err = AppendFrame(nil, &req)
 	require.NoError(t, err)
-	require.Equal(t, unhex(t, reqKeyHex+"10 02 00 04 00 01 00 01"), b, "siw's own rping Request")
+	require.Equal(t, testutil.Unhex(t, reqKeyHex+"10 02 00 04 00 01 00 01"), b, "siw's own rping Request")
 }
 
 func TestNegotiate_RFC5044_7_1_CRCModes(t *testing.T) {
@@ -86,7 +88,7 @@ func TestNegotiate_RFC5044_7_1_CRCModes(t *testing.T) {
 	rep := Frame{Kind: KindReply, Rev: 2, Flags: FlagEnhanced, HasIRDORD: true}
 	_, err = CheckReply(&Config{CRC: CRCRequired}, &req, &rep)
 	require.ErrorIs(t, err, ErrCRCRequired)
-	require.Equal(t, CodeInvalidFrame, code(t, err))
+	require.Equal(t, termcode.MPAInvalidFrame, code(t, err))
 	res, err := CheckReply(&Config{CRC: CRCPreferred}, &req, &rep)
 	require.NoError(t, err)
 	require.False(t, res.CRC)
@@ -164,7 +166,7 @@ func TestNegotiate_RFC6581_Revisions(t *testing.T) {
 		req := Frame{Kind: KindRequest, Rev: 1}
 		_, err := CheckReply(&Config{Revision: 1}, &req, &req)
 		require.ErrorIs(t, err, ErrBadKey)
-		require.Equal(t, uint16(0x2004), err.(*Error).TerminateCode(), "siw sends LLP/MPA/0x04 for a wrong reply key")
+		require.Equal(t, termcode.Code(0x2004), err.(*Error).Code, "siw sends LLP/MPA/0x04 for a wrong reply key")
 	})
 }
 
@@ -195,7 +197,7 @@ func TestNegotiate_RFC5044_5_MarkersPerDirection(t *testing.T) {
 	// An initiator that refuses markers fails on a Reply with M (siw does).
 	_, _, err = negotiate(t, &Config{RefuseMarkers: true}, &Config{RequestMarkers: true}, nil, nil)
 	require.ErrorIs(t, err, ErrMarkersRefused)
-	require.Equal(t, CodeInvalidFrame, code(t, err))
+	require.Equal(t, termcode.MPAInvalidFrame, code(t, err))
 }
 
 func TestNegotiate_RFC6581_IRDORD(t *testing.T) {
@@ -218,7 +220,7 @@ func TestNegotiate_RFC6581_IRDORD(t *testing.T) {
 	rep := Frame{Kind: KindReply, Rev: 2, Flags: FlagEnhanced, HasIRDORD: true, IRDORD: IRDORD{IRD: 8, ORD: 4}}
 	_, err = CheckReply(&Config{IRD: 2, ORD: 2}, &req, &rep)
 	require.ErrorIs(t, err, ErrInsufficientIRD)
-	require.Equal(t, uint16(0x2006), err.(*Error).TerminateCode())
+	require.Equal(t, termcode.Code(0x2006), err.(*Error).Code)
 
 	// siw's answer to a 500/500 request (mpa-host-client round 5) is 128/128.
 	req = Frame{Kind: KindRequest, Rev: 2, Flags: FlagEnhanced, HasIRDORD: true, IRDORD: IRDORD{IRD: 128, ORD: 128}}
@@ -275,7 +277,7 @@ func TestNegotiate_RFC6581_PeerToPeerRTR(t *testing.T) {
 			ires, rres, err := negotiate(t, ini, resp, nil, nil)
 			if tc.err != nil {
 				require.ErrorIs(t, err, tc.err)
-				require.Equal(t, CodeNoMatchingRTR, code(t, err))
+				require.Equal(t, termcode.MPANoMatchingRTR, code(t, err))
 				require.True(t, err.(*Error).RejectReply)
 				return
 			}
@@ -303,7 +305,7 @@ func TestNegotiate_RFC6581_PeerToPeerRTR(t *testing.T) {
 			rep := Frame{Kind: KindReply, Rev: 2, Flags: FlagEnhanced, HasIRDORD: true, IRDORD: IRDORD{P2P: true, RTR: rtr}}
 			_, err := CheckReply(&Config{P2P: true, RTR: RTRWrite}, &req, &rep)
 			require.ErrorIs(t, err, ErrNoMatchingRTR, "reply RTR %s", rtr)
-			require.Equal(t, uint16(0x2007), err.(*Error).TerminateCode())
+			require.Equal(t, termcode.Code(0x2007), err.(*Error).Code)
 		}
 		// P2P in a reply to a request that did not ask for it.
 		plain, err := BuildRequest(&Config{}, nil)
@@ -317,9 +319,9 @@ func TestNegotiate_RFC6581_PeerToPeerRTR(t *testing.T) {
 // The Reply siw produced for the P2P request of mpa-host-client round 6
 // passes the initiator's checks and settles on Write.
 func TestNegotiate_SiwP2PReplyFromCapture(t *testing.T) {
-	req, _, err := ParseFrame(unhex(t, reqKeyHex+"50 02 00 04 c0 10 c0 10"))
+	req, _, err := ParseFrame(testutil.Unhex(t, reqKeyHex+"50 02 00 04 c0 10 c0 10"))
 	require.NoError(t, err)
-	rep, _, err := ParseFrame(unhex(t, repKeyHex+"50 02 00 04 80 10 80 10"))
+	rep, _, err := ParseFrame(testutil.Unhex(t, repKeyHex+"50 02 00 04 80 10 80 10"))
 	require.NoError(t, err)
 	res, err := CheckReply(&Config{P2P: true, RTR: RTRSend | RTRWrite | RTRRead, IRD: 16, ORD: 16}, &req, &rep)
 	require.NoError(t, err)
@@ -331,7 +333,7 @@ func TestNegotiate_SiwP2PReplyFromCapture(t *testing.T) {
 	require.NoError(t, err)
 	b, err := AppendFrame(nil, &ours)
 	require.NoError(t, err)
-	require.Equal(t, unhex(t, repKeyHex+"50 02 00 04 80 10 80 10"), b)
+	require.Equal(t, testutil.Unhex(t, repKeyHex+"50 02 00 04 80 10 80 10"), b)
 }
 
 func TestNegotiate_RejectsCarryPrivateData(t *testing.T) {
@@ -342,7 +344,7 @@ func TestNegotiate_RejectsCarryPrivateData(t *testing.T) {
 	b, err := AppendFrame(nil, &rej)
 	require.NoError(t, err)
 	// Enhanced request: R|E, revision echoed, a zero block so PD_Length >= 4.
-	require.Equal(t, unhex(t, repKeyHex+"30 02 00 0f 00 00 00 00 68 6f 73 74 2d 72 65 6a 65 63 74"), b)
+	require.Equal(t, testutil.Unhex(t, repKeyHex+"30 02 00 0f 00 00 00 00 68 6f 73 74 2d 72 65 6a 65 63 74"), b)
 
 	rep := wire(t, rej)
 	_, err = CheckReply(&Config{}, &req, &rep)
@@ -354,7 +356,7 @@ func TestNegotiate_RejectsCarryPrivateData(t *testing.T) {
 	require.False(t, errors.As(err, &pe), "a reject implies no Terminate")
 
 	// The reject the guest-client capture's host sent to siw.
-	cap, _, err := ParseFrame(unhex(t, repKeyHex+"30 02 00 0f 00 01 00 01 68 6f 73 74 2d 72 65 6a 65 63 74"))
+	cap, _, err := ParseFrame(testutil.Unhex(t, repKeyHex+"30 02 00 0f 00 01 00 01 68 6f 73 74 2d 72 65 6a 65 63 74"))
 	require.NoError(t, err)
 	_, err = CheckReply(&Config{}, &req, &cap)
 	require.ErrorAs(t, err, &re)
@@ -432,7 +434,7 @@ func permissive(req *Frame) *Config {
 
 func FuzzNegotiate(f *testing.F) {
 	for _, g := range goldenFrames {
-		f.Add(unhex(f, g.hex), uint8(0))
+		f.Add(testutil.Unhex(f, g.hex), uint8(0))
 	}
 	for _, c := range []Config{{}, {P2P: true, RTR: rtrAll, IRD: 4, ORD: 4}, {Revision: 1, RequestMarkers: true}, {NoEnhanced: true, CRC: CRCOff}} {
 		req, err := BuildRequest(&c, []byte("pd"))

@@ -11,22 +11,9 @@ import (
 	"testing"
 
 	"github.com/iwarp-go/iwarp-go/internal/capture"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
-
-// requireTool returns the path of an external tool. Without it the test is
-// skipped, unless IWARP_REQUIRE_TOOLS=1 (CI), where it fails.
-func requireTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("IWARP_REQUIRE_TOOLS") == "1" {
-			t.Fatalf("%s is required (IWARP_REQUIRE_TOOLS=1) but not found: %v", name, err)
-		}
-		t.Skipf("%s not installed", name)
-	}
-	return p
-}
 
 // segmentWriter collects what a Writer flushes, one FPDU per Flush, so each
 // FPDU becomes one TCP segment (tshark's marker code needs that).
@@ -107,7 +94,7 @@ func tsharkCRCVerdicts(t *testing.T, tshark, path string) (good, bad int) {
 // where the model puts them with the FPDUPTRs the model computes, and judge
 // every CRC good (it includes the markers in the CRC).
 func TestMarkers_TsharkOracle(t *testing.T) {
-	tshark := requireTool(t, "tshark")
+	tshark := testutil.RequireTool(t, "tshark")
 
 	up, starts := alignmentSpecs(t, true)
 	require.Len(t, starts, markerInterval/4-1, "every alignment is present")

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"syscall"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/iwarp-go/iwarp-go/termcode"
 )
 
 // ReaderConfig selects the FPDU options negotiated for the direction a
@@ -40,7 +38,9 @@ const directRead = 4096
 //	err = r.End()           // pad and CRC; the CRC is checked here
 //
 // Payload reads that find the buffer empty go straight from the
-// underlying reader into the destination. With markers enabled they are
+// underlying reader into the destination; on Linux, when the reader
+// exposes its socket (syscall.Conn, as *net.TCPConn does), one readv also
+// brings in what follows the payload. With markers enabled they are
 // removed transparently (Peek never shows them) and checked against the
 // FPDU; the payload then passes through the buffer.
 //
@@ -65,14 +65,11 @@ type Reader struct {
 
 	m markerState
 
-	// Direct payload reads on a socket use readv: the payload goes to the
-	// caller and whatever follows it (pad, CRC, the next FPDU's header)
-	// into the buffer, one system call instead of two.
-	raw   syscall.RawConn
-	iov   [2]unix.Iovec
-	readv func(fd uintptr) bool
-	rvN   int
-	rvErr error
+	// Direct payload reads on a socket use readv where the system has the
+	// fast path (reader_linux.go): the payload goes to the caller and
+	// whatever follows it (pad, CRC, the next FPDU's header) into the
+	// buffer, one system call instead of two.
+	rv readvState
 }
 
 // NewReader returns a Reader of the FPDU stream in r.
@@ -85,12 +82,7 @@ func NewReader(r io.Reader, cfg ReaderConfig) *Reader {
 	}
 	cfg.BufferSize = max(cfg.BufferSize, 1024)
 	rd := &Reader{r: r, cfg: cfg, buf: make([]byte, cfg.BufferSize)}
-	if sc, ok := r.(syscall.Conn); ok {
-		if rc, err := sc.SyscallConn(); err == nil {
-			rd.raw = rc
-			rd.readv = rd.readvNow
-		}
-	}
+	rd.initReadv()
 	if cfg.Markers {
 		rd.m.init(cfg.BufferSize)
 	}
@@ -121,7 +113,7 @@ func (r *Reader) Next() (int, error) {
 		// Without markers the stream cannot be re-synchronised, so this
 		// ends it. siw reports a bad length field as LLP/MPA/0x03 (a
 		// length underflow, siw_get_hdr); the same code is used here.
-		return 0, r.fail(protoErr(CodeMarkerMismatch, ErrULPDULength, "ULPDU_Length %d, limit %d", n, r.cfg.MaxULPDU))
+		return 0, r.fail(protoErr(termcode.MPAMarker, ErrULPDULength, "ULPDU_Length %d, limit %d", n, r.cfg.MaxULPDU))
 	}
 	if err := r.consume(lengthLen); err != nil {
 		return 0, err
@@ -267,7 +259,7 @@ func (r *Reader) End() error {
 	}
 	r.inFPDU = false
 	if r.cfg.CRC && got != r.crc {
-		return protoErr(CodeCRC, ErrCRC, "FPDU with ULPDU_Length %d: field 0x%08x, computed 0x%08x", r.ulpdu, got, r.crc)
+		return protoErr(termcode.MPACRC, ErrCRC, "FPDU with ULPDU_Length %d: field 0x%08x, computed 0x%08x", r.ulpdu, got, r.crc)
 	}
 	return nil
 }
@@ -370,7 +362,7 @@ func (r *Reader) fill(n int, atStart bool) error {
 // other errors (deadlines, resets) are passed on wrapped.
 func (r *Reader) torn() error {
 	if errors.Is(r.ioErr, io.EOF) {
-		return r.fail(protoErr(CodeConnectionLost, ErrConnectionLost, "stream ended inside an FPDU"))
+		return r.fail(protoErr(termcode.MPAConnectionLost, ErrConnectionLost, "stream ended inside an FPDU"))
 	}
 	return fmt.Errorf("mpa: reading FPDU: %w", r.ioErr)
 }
@@ -378,52 +370,4 @@ func (r *Reader) torn() error {
 func (r *Reader) fail(err error) error {
 	r.broken = err
 	return err
-}
-
-// readDirect reads payload into p, bypassing the buffer; on a socket the
-// bytes after p land in the (empty) buffer in the same system call.
-func (r *Reader) readDirect(p []byte) (int, error) {
-	if r.raw == nil {
-		return r.r.Read(p)
-	}
-	r.rp, r.wp = 0, 0
-	r.iov[0] = unix.Iovec{Base: &p[0], Len: uint64(len(p))}
-	r.iov[1] = unix.Iovec{Base: &r.buf[0], Len: uint64(len(r.buf))}
-	r.rvN, r.rvErr = 0, nil
-	err := r.raw.Read(r.readv)
-	r.iov[0] = unix.Iovec{} // do not keep the caller's memory reachable
-	if err == nil {
-		err = r.rvErr
-	}
-	if err != nil {
-		return 0, err
-	}
-	n := r.rvN
-	if n == 0 {
-		return 0, io.EOF
-	}
-	if n > len(p) {
-		r.wp = n - len(p)
-		n = len(p)
-	}
-	return n, nil
-}
-
-// readvNow is RawConn.Read's callback: one readv, waiting (false) only
-// while the socket has nothing to read.
-func (r *Reader) readvNow(fd uintptr) bool {
-	for {
-		n, _, e := unix.Syscall(unix.SYS_READV, fd, uintptr(unsafe.Pointer(&r.iov[0])), uintptr(len(r.iov)))
-		switch {
-		case e == 0:
-			r.rvN = int(n)
-		case errors.Is(e, unix.EINTR):
-			continue
-		case errors.Is(e, unix.EAGAIN):
-			return false
-		default:
-			r.rvErr = e
-		}
-		return true
-	}
 }

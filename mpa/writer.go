@@ -2,15 +2,11 @@ package mpa
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"net"
-	"syscall"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
+	"slices"
 )
 
 // WriterConfig selects the FPDU options negotiated for the direction a
@@ -52,24 +48,24 @@ type Writer struct {
 	fpdus  int   // FPDUs queued since the last Flush
 	err    error // sticky write error
 
-	// TryFlush: the socket, reusable iovecs, and the callback RawConn.Write
-	// runs (made once, so that TryFlush does not allocate).
-	raw    syscall.RawConn
-	iov    []unix.Iovec
-	tryFn  func(fd uintptr) bool
-	tryN   int
-	tryErr error
+	// Since the last time the queue was empty (reset): stream position
+	// then, bytes queued, bytes written, and the queue offset of each FPDU
+	// end — what Abandon needs to know whether the stream stopped at an
+	// FPDU boundary.
+	base  int64
+	total int
+	sent  int
+	ends  []int
+
+	// TryFlush's non-blocking writev, where the system has it
+	// (writer_linux.go).
+	wv writevState
 }
 
 // NewWriter returns a Writer that sends on w.
 func NewWriter(w io.Writer, cfg WriterConfig) *Writer {
 	wr := &Writer{w: w, cfg: cfg}
-	if sc, ok := w.(syscall.Conn); ok {
-		if rc, err := sc.SyscallConn(); err == nil {
-			wr.raw = rc
-			wr.tryFn = wr.writevNow
-		}
-	}
+	wr.initWritev()
 	return wr
 }
 
@@ -121,6 +117,7 @@ func (w *Writer) End() error {
 		return fmt.Errorf("%w: End without Begin", ErrState)
 	}
 	w.open = false
+	start := w.pos
 	hdr := w.a.bytes(w.hdr)
 	binary.BigEndian.PutUint16(hdr, uint16(w.ulpdu))
 	pad := padLen(w.ulpdu)
@@ -146,6 +143,8 @@ func (w *Writer) End() error {
 		w.pos += int64(lengthLen + w.ulpdu + pad + crcLen)
 	}
 	w.fpdus++
+	w.total += int(w.pos - start)
+	w.ends = append(w.ends, w.total)
 	clear(w.pend) // drop references to the caller's memory early
 	w.pend = w.pend[:0]
 	return nil
@@ -295,16 +294,16 @@ func (w *Writer) Flush() error {
 	return nil
 }
 
-// maxIOV is the most iovecs one writev takes (Linux IOV_MAX).
-const maxIOV = 1024
-
 // TryFlush writes what is queued without waiting for the socket: whatever
 // the kernel takes now goes out, the rest stays queued for a later TryFlush
-// or Flush. It reports whether everything was written. It needs a writer
-// that exposes its socket (syscall.Conn, as *net.TCPConn does); for any
-// other writer it writes nothing and returns false. This lets a caller
+// or Flush. It reports whether everything was written. This lets a caller
 // that must not block (a goroutine posting work) send at once when the
 // socket has room, and leave the rest to a goroutine that may block.
+//
+// It needs a writer that exposes its socket (syscall.Conn, as *net.TCPConn
+// does) and, for now, Linux, where it is one non-blocking writev. For any
+// other writer, and on other systems, it writes nothing and returns false:
+// everything stays queued for Flush.
 func (w *Writer) TryFlush() (bool, error) {
 	if w.err != nil {
 		return false, w.err
@@ -315,30 +314,15 @@ func (w *Writer) TryFlush() (bool, error) {
 	if len(w.bufs) == 0 {
 		return true, nil
 	}
-	if w.raw == nil {
+	n, tried, err := w.tryWritev()
+	if !tried {
 		return false, nil
-	}
-	w.iov = w.iov[:0]
-	for _, b := range w.bufs {
-		if len(b) == 0 {
-			continue
-		}
-		if len(w.iov) == maxIOV {
-			break
-		}
-		w.iov = append(w.iov, unix.Iovec{Base: &b[0], Len: uint64(len(b))})
-	}
-	w.tryN, w.tryErr = 0, nil
-	err := w.raw.Write(w.tryFn)
-	clear(w.iov) // drop the references to queued memory
-	if err == nil {
-		err = w.tryErr
 	}
 	if err != nil {
 		w.err = fmt.Errorf("mpa: writing FPDUs: %w", err)
 		return false, w.err
 	}
-	w.consume(w.tryN)
+	w.consume(n)
 	if len(w.bufs) > 0 {
 		return false, nil
 	}
@@ -346,29 +330,12 @@ func (w *Writer) TryFlush() (bool, error) {
 	return true, nil
 }
 
-// writevNow is RawConn.Write's callback: one non-blocking writev; EAGAIN
-// just means nothing was written. It never asks to wait.
-func (w *Writer) writevNow(fd uintptr) bool {
-	for {
-		n, _, e := unix.Syscall(unix.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&w.iov[0])), uintptr(len(w.iov)))
-		switch {
-		case e == 0:
-			w.tryN = int(n)
-		case errors.Is(e, unix.EINTR):
-			continue
-		case errors.Is(e, unix.EAGAIN):
-		default:
-			w.tryErr = e
-		}
-		return true
-	}
-}
-
 // consume drops the first n written bytes from the queue.
 func (w *Writer) consume(n int) {
 	if n == 0 {
 		return
 	}
+	w.sent += n
 	w.queued -= n
 	i := 0
 	for i < len(w.bufs) && n >= len(w.bufs[i]) {
@@ -392,6 +359,23 @@ func (w *Writer) reset() {
 	w.last = span{}
 	w.a.reset()
 	w.queued, w.fpdus = 0, 0
+	w.base, w.total, w.sent = w.pos, 0, 0
+	w.ends = w.ends[:0]
+}
+
+// Abandon drops every FPDU queued and not yet written, and the FPDU being
+// built. It reports whether the bytes already written end at an FPDU
+// boundary, that is, whether another FPDU (a Terminate) may still follow
+// on the stream; after a write error none may. The Writer stays usable
+// when it reports true.
+func (w *Writer) Abandon() bool {
+	w.abort()
+	atBoundary := w.err == nil && (w.sent == 0 || slices.Contains(w.ends, w.sent))
+	if atBoundary {
+		w.pos = w.base + int64(w.sent)
+	}
+	w.reset()
+	return atBoundary
 }
 
 // arenaChunk is the size of each block of header storage.

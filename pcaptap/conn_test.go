@@ -3,14 +3,12 @@ package pcaptap_test
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/iwarp-go/iwarp-go/dissect/tsharktest"
 	"github.com/iwarp-go/iwarp-go/internal/capture"
 	"github.com/iwarp-go/iwarp-go/internal/conntest"
-	"github.com/iwarp-go/iwarp-go/pcaptap"
 	"github.com/stretchr/testify/require"
 )
 
@@ -19,14 +17,7 @@ import (
 // no malformed packet and no TCP sequence or acknowledgement problem.
 func TestTap_ConnPairTshark(t *testing.T) {
 	tsharktest.Path(t)
-	file := filepath.Join(t.TempDir(), "pair.pcap")
-	f, err := os.Create(file)
-	require.NoError(t, err)
-	tap, err := pcaptap.New(f)
-	require.NoError(t, err)
-	conntest.RDMAExchange(t, tap)
-	require.NoError(t, tap.Close())
-	require.NoError(t, f.Close())
+	file := conntest.RecordExchange(t)
 
 	raw, err := os.ReadFile(file)
 	require.NoError(t, err)

@@ -3,6 +3,8 @@ package rdmap
 import (
 	"testing"
 
+	"github.com/iwarp-go/iwarp-go/termcode"
+
 	"github.com/iwarp-go/iwarp-go/ddp"
 )
 
@@ -51,7 +53,7 @@ func BenchmarkParseReadRequest(b *testing.B) {
 }
 
 func BenchmarkAppendTerminate(b *testing.B) {
-	t := NewTerminate(ddp.NewError(ddp.ErrUntaggedNoBuffer, AppendSend(nil, OpSend, true, 0, 1, 0), 18))
+	t := NewTerminate(ddp.NewError(termcode.DDPUntaggedNoBuffer, AppendSend(nil, OpSend, true, 0, 1, 0), 18))
 	var buf [MaxTerminateLen]byte
 	b.ReportAllocs()
 	for b.Loop() {
@@ -60,7 +62,7 @@ func BenchmarkAppendTerminate(b *testing.B) {
 }
 
 func BenchmarkParseTerminate(b *testing.B) {
-	t := NewTerminate(ddp.NewError(ddp.ErrUntaggedNoBuffer, AppendSend(nil, OpSend, true, 0, 1, 0), 18))
+	t := NewTerminate(ddp.NewError(termcode.DDPUntaggedNoBuffer, AppendSend(nil, OpSend, true, 0, 1, 0), 18))
 	wire := AppendTerminate(nil, &t)
 	b.ReportAllocs()
 	for b.Loop() {

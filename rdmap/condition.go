@@ -1,6 +1,10 @@
 package rdmap
 
-import "github.com/iwarp-go/iwarp-go/ddp"
+import (
+	"strconv"
+
+	"github.com/iwarp-go/iwarp-go/termcode"
+)
 
 // Condition names an error condition that ends a stream with a Terminate.
 // The names are stable identifiers shared with docs/rfc-notes/terminate.md,
@@ -28,7 +32,7 @@ const (
 	WriteBaseBounds        // 1/1/0x01
 	WriteSTagNotAssociated // 1/1/0x02
 	WriteTOWrap            // 1/1/0x03
-	WriteAccessRights      // 0/1/0x02
+	WriteAccessRights      // 1/1/0x00
 	TaggedSTagChanged      // 1/1/0x00
 	TaggedTONotContiguous  // 1/1/0x01
 	ReadRespInvalidSTag    // 1/1/0x00
@@ -39,7 +43,7 @@ const (
 	UnexpectedOpcode           // 0/2/0x06
 	TaggedFlagMismatch         // 0/2/0x06
 	ReadRespUnexpected         // 0/2/0x06
-	ReadReqIRDExceeded         // 0/2/0x07
+	ReadReqIRDExceeded         // 1/2/0x02
 	ReadReqMalformed           // 0/2/0x07
 	ReadReqSourceInvalidSTag   // 0/1/0x00
 	ReadReqSourceBaseBounds    // 0/1/0x01
@@ -65,7 +69,7 @@ const (
 
 type condInfo struct {
 	name string
-	code TermCode
+	code termcode.Code
 	// readReq: the offending message is an RDMA Read Request, so its
 	// 28-byte header is available to attach.
 	readReq bool
@@ -74,50 +78,50 @@ type condInfo struct {
 }
 
 var condTable = [numConditions]condInfo{
-	DDPVersionTagged:       {"DDPVersionTagged", CodeDDPTaggedVersion, false, false},
-	DDPVersionUntagged:     {"DDPVersionUntagged", CodeDDPUntaggedVersion, false, false},
-	SegmentTooShort:        {"SegmentTooShort", CodeDDPLocalCatastrophic, false, true},
-	DDPLocalCatastrophic:   {"DDPLocalCatastrophic", CodeDDPLocalCatastrophic, false, false},
-	UntaggedInvalidQN:      {"UntaggedInvalidQN", CodeDDPInvalidQN, false, false},
-	SendMSNRange:           {"SendMSNRange", CodeDDPMSNRange, false, false},
-	SendInvalidMO:          {"SendInvalidMO", CodeDDPInvalidMO, false, false},
-	SendNoBuffer:           {"SendNoBuffer", CodeDDPNoBuffer, false, false},
-	SendTooLong:            {"SendTooLong", CodeDDPTooLong, false, false},
-	ReadReqMSNRange:        {"ReadReqMSNRange", CodeDDPMSNRange, false, false},
-	ReadReqInvalidMO:       {"ReadReqInvalidMO", CodeDDPInvalidMO, false, false},
-	WriteInvalidSTag:       {"WriteInvalidSTag", CodeDDPInvalidSTag, false, false},
-	WriteBaseBounds:        {"WriteBaseBounds", CodeDDPBaseBounds, false, false},
-	WriteSTagNotAssociated: {"WriteSTagNotAssociated", CodeDDPSTagNotAssociated, false, false},
-	WriteTOWrap:            {"WriteTOWrap", CodeDDPTOWrap, false, false},
-	WriteAccessRights:      {"WriteAccessRights", CodeAccessRights, false, false},
-	TaggedSTagChanged:      {"TaggedSTagChanged", CodeDDPInvalidSTag, false, false},
-	TaggedTONotContiguous:  {"TaggedTONotContiguous", CodeDDPBaseBounds, false, false},
-	ReadRespInvalidSTag:    {"ReadRespInvalidSTag", CodeDDPInvalidSTag, false, false},
-	ReadRespBaseBounds:     {"ReadRespBaseBounds", CodeDDPBaseBounds, false, false},
+	DDPVersionTagged:       {"DDPVersionTagged", termcode.DDPTaggedVersion, false, false},
+	DDPVersionUntagged:     {"DDPVersionUntagged", termcode.DDPUntaggedVersion, false, false},
+	SegmentTooShort:        {"SegmentTooShort", termcode.DDPLocalCatastrophic, false, true},
+	DDPLocalCatastrophic:   {"DDPLocalCatastrophic", termcode.DDPLocalCatastrophic, false, false},
+	UntaggedInvalidQN:      {"UntaggedInvalidQN", termcode.DDPUntaggedInvalidQN, false, false},
+	SendMSNRange:           {"SendMSNRange", termcode.DDPUntaggedMSNRange, false, false},
+	SendInvalidMO:          {"SendInvalidMO", termcode.DDPUntaggedInvalidMO, false, false},
+	SendNoBuffer:           {"SendNoBuffer", termcode.DDPUntaggedNoBuffer, false, false},
+	SendTooLong:            {"SendTooLong", termcode.DDPUntaggedTooLong, false, false},
+	ReadReqMSNRange:        {"ReadReqMSNRange", termcode.DDPUntaggedMSNRange, false, false},
+	ReadReqInvalidMO:       {"ReadReqInvalidMO", termcode.DDPUntaggedInvalidMO, false, false},
+	WriteInvalidSTag:       {"WriteInvalidSTag", termcode.DDPTaggedInvalidSTag, false, false},
+	WriteBaseBounds:        {"WriteBaseBounds", termcode.DDPTaggedBaseBounds, false, false},
+	WriteSTagNotAssociated: {"WriteSTagNotAssociated", termcode.DDPTaggedSTagNotAssociated, false, false},
+	WriteTOWrap:            {"WriteTOWrap", termcode.DDPTaggedTOWrap, false, false},
+	WriteAccessRights:      {"WriteAccessRights", termcode.DDPTaggedInvalidSTag, false, false},
+	TaggedSTagChanged:      {"TaggedSTagChanged", termcode.DDPTaggedInvalidSTag, false, false},
+	TaggedTONotContiguous:  {"TaggedTONotContiguous", termcode.DDPTaggedBaseBounds, false, false},
+	ReadRespInvalidSTag:    {"ReadRespInvalidSTag", termcode.DDPTaggedInvalidSTag, false, false},
+	ReadRespBaseBounds:     {"ReadRespBaseBounds", termcode.DDPTaggedBaseBounds, false, false},
 
-	RDMAPVersion:               {"RDMAPVersion", CodeInvalidVersion, false, false},
-	UnexpectedOpcode:           {"UnexpectedOpcode", CodeUnexpectedOpcode, false, false},
-	TaggedFlagMismatch:         {"TaggedFlagMismatch", CodeUnexpectedOpcode, false, false},
-	ReadRespUnexpected:         {"ReadRespUnexpected", CodeUnexpectedOpcode, false, false},
-	ReadReqIRDExceeded:         {"ReadReqIRDExceeded", CodeStreamCatastrophic, false, false},
-	ReadReqMalformed:           {"ReadReqMalformed", CodeStreamCatastrophic, false, false},
-	ReadReqSourceInvalidSTag:   {"ReadReqSourceInvalidSTag", CodeInvalidSTag, true, false},
-	ReadReqSourceBaseBounds:    {"ReadReqSourceBaseBounds", CodeBaseBounds, true, false},
-	ReadReqSourceAccessRights:  {"ReadReqSourceAccessRights", CodeAccessRights, true, false},
-	ReadReqSourceNotAssociated: {"ReadReqSourceNotAssociated", CodeSTagNotAssociated, true, false},
-	ReadReqSourceTOWrap:        {"ReadReqSourceTOWrap", CodeTOWrap, true, false},
-	SendInvCannotInvalidate:    {"SendInvCannotInvalidate", CodeOpCannotInval, false, false},
-	SendInvProtection:          {"SendInvProtection", CodeProtCannotInval, false, false},
-	RDMAPLocalCatastrophic:     {"RDMAPLocalCatastrophic", CodeLocalCatastrophic, false, false},
+	RDMAPVersion:               {"RDMAPVersion", termcode.RDMAPInvalidVersion, false, false},
+	UnexpectedOpcode:           {"UnexpectedOpcode", termcode.RDMAPUnexpectedOpcode, false, false},
+	TaggedFlagMismatch:         {"TaggedFlagMismatch", termcode.RDMAPUnexpectedOpcode, false, false},
+	ReadRespUnexpected:         {"ReadRespUnexpected", termcode.RDMAPUnexpectedOpcode, false, false},
+	ReadReqIRDExceeded:         {"ReadReqIRDExceeded", termcode.DDPUntaggedNoBuffer, false, false},
+	ReadReqMalformed:           {"ReadReqMalformed", termcode.RDMAPStreamCatastrophic, false, false},
+	ReadReqSourceInvalidSTag:   {"ReadReqSourceInvalidSTag", termcode.RDMAPInvalidSTag, true, false},
+	ReadReqSourceBaseBounds:    {"ReadReqSourceBaseBounds", termcode.RDMAPBaseBounds, true, false},
+	ReadReqSourceAccessRights:  {"ReadReqSourceAccessRights", termcode.RDMAPAccessRights, true, false},
+	ReadReqSourceNotAssociated: {"ReadReqSourceNotAssociated", termcode.RDMAPSTagNotAssociated, true, false},
+	ReadReqSourceTOWrap:        {"ReadReqSourceTOWrap", termcode.RDMAPTOWrap, true, false},
+	SendInvCannotInvalidate:    {"SendInvCannotInvalidate", termcode.RDMAPOpCannotInvalidate, false, false},
+	SendInvProtection:          {"SendInvProtection", termcode.RDMAPProtCannotInvalidate, false, false},
+	RDMAPLocalCatastrophic:     {"RDMAPLocalCatastrophic", termcode.RDMAPLocalCatastrophic, false, false},
 
-	ConnectionLost:       {"ConnectionLost", CodeMPAConnectionLost, false, false},
-	CRCError:             {"CRCError", CodeMPACRC, false, false},
-	MarkerMismatch:       {"MarkerMismatch", CodeMPAMarker, false, false},
-	FPDULengthInvalid:    {"FPDULengthInvalid", CodeMPAMarker, false, false},
-	InvalidMPAFrame:      {"InvalidMPAFrame", CodeMPAInvalidFrame, false, false},
-	MPALocalCatastrophic: {"MPALocalCatastrophic", CodeMPALocalCatastrophic, false, false},
-	InsufficientIRD:      {"InsufficientIRD", CodeMPAInsufficientIRD, false, false},
-	NoMatchingRTR:        {"NoMatchingRTR", CodeMPANoMatchingRTR, false, false},
+	ConnectionLost:       {"ConnectionLost", termcode.MPAConnectionLost, false, false},
+	CRCError:             {"CRCError", termcode.MPACRC, false, false},
+	MarkerMismatch:       {"MarkerMismatch", termcode.MPAMarker, false, false},
+	FPDULengthInvalid:    {"FPDULengthInvalid", termcode.MPAMarker, false, false},
+	InvalidMPAFrame:      {"InvalidMPAFrame", termcode.MPAInvalidFrame, false, false},
+	MPALocalCatastrophic: {"MPALocalCatastrophic", termcode.MPALocalCatastrophic, false, false},
+	InsufficientIRD:      {"InsufficientIRD", termcode.MPAInsufficientIRD, false, false},
+	NoMatchingRTR:        {"NoMatchingRTR", termcode.MPANoMatchingRTR, false, false},
 }
 
 // Conditions returns every defined condition in table order.
@@ -144,16 +148,16 @@ func (c Condition) valid() bool { return c > 0 && c < numConditions }
 // String returns the stable identifier, e.g. "SendNoBuffer".
 func (c Condition) String() string {
 	if !c.valid() {
-		return "Condition(" + hex2pad(uint8(c)) + ")"
+		return "Condition(" + strconv.Itoa(int(c)) + ")"
 	}
 	return condTable[c].name
 }
 
 // Code returns the Terminate code sent for c; RDMAPLocalCatastrophic for an
 // undefined condition.
-func (c Condition) Code() TermCode {
+func (c Condition) Code() termcode.Code {
 	if !c.valid() {
-		return CodeLocalCatastrophic
+		return termcode.RDMAPLocalCatastrophic
 	}
 	return condTable[c].code
 }
@@ -176,38 +180,4 @@ func (c Condition) attach() (ddpHdr, rdmaHdr bool) {
 		return false, false
 	}
 	return attachPolicy(c.Code())
-}
-
-// ReadReqSourceCondition returns the condition for an RDMA Read Request
-// whose data source failed the region checks for reason f. RDMAP reports
-// these as Remote Protection errors (layer 0, type 1) with the Read Request
-// header attached.
-func ReadReqSourceCondition(f ddp.PlacementFailure) Condition {
-	switch f {
-	case ddp.FailNotAssociated:
-		return ReadReqSourceNotAssociated
-	case ddp.FailAccessRights:
-		return ReadReqSourceAccessRights
-	case ddp.FailBaseBounds:
-		return ReadReqSourceBaseBounds
-	case ddp.FailTOWrap:
-		return ReadReqSourceTOWrap
-	}
-	return ReadReqSourceInvalidSTag
-}
-
-// WriteCondition returns the condition for an RDMA Write whose sink failed
-// the region checks for reason f; its code is f.Code().
-func WriteCondition(f ddp.PlacementFailure) Condition {
-	switch f {
-	case ddp.FailNotAssociated:
-		return WriteSTagNotAssociated
-	case ddp.FailAccessRights:
-		return WriteAccessRights
-	case ddp.FailBaseBounds:
-		return WriteBaseBounds
-	case ddp.FailTOWrap:
-		return WriteTOWrap
-	}
-	return WriteInvalidSTag
 }

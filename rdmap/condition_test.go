@@ -7,13 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iwarp-go/iwarp-go/ddp"
+	"github.com/iwarp-go/iwarp-go/termcode"
+
 	"github.com/stretchr/testify/require"
 )
 
 type mdRow struct {
 	line    int
-	code    TermCode
+	code    termcode.Code
 	m, d, r bool
 }
 
@@ -63,7 +64,7 @@ func readConditionTable(t *testing.T) map[string]mdRow {
 		}
 		_, dup := rows[cells[0]]
 		require.False(t, dup, "line %d: %s listed twice", line, cells[0])
-		rows[cells[0]] = mdRow{line, MakeTermCode(uint8(layer), uint8(etype), uint8(code)), flag(cells[4]), flag(cells[5]), flag(cells[6])}
+		rows[cells[0]] = mdRow{line, termcode.Make(termcode.Layer(layer), uint8(etype), uint8(code)), flag(cells[4]), flag(cells[5]), flag(cells[6])}
 	}
 	require.NoError(t, sc.Err())
 	require.True(t, header, "no condition table found")
@@ -118,29 +119,10 @@ func TestConditionFlags_AreWhatNewTerminateSends(t *testing.T) {
 	}
 }
 
-func TestConditions_PlacementMappings(t *testing.T) {
-	for _, f := range []ddp.PlacementFailure{ddp.FailInvalidSTag, ddp.FailKeyMismatch, ddp.FailInvalidated,
-		ddp.FailNotAssociated, ddp.FailAccessRights, ddp.FailBaseBounds, ddp.FailTOWrap} {
-		// ddp's tagged mapping and the table's Write rows agree.
-		require.Equal(t, TermCode(f.Code()), WriteCondition(f).Code(), f.String())
-		src := ReadReqSourceCondition(f)
-		require.Equal(t, uint8(LayerRDMAP), src.Code().Layer(), f.String())
-		require.Equal(t, uint8(1), src.Code().EType(), "Remote Protection for %v", f)
-		_, _, r := src.Flags()
-		require.True(t, r, "Read Request header attached for %v", f)
-	}
-	require.Equal(t, ReadReqSourceInvalidSTag, ReadReqSourceCondition(ddp.FailKeyMismatch))
-	require.Equal(t, ReadReqSourceNotAssociated, ReadReqSourceCondition(ddp.FailNotAssociated))
-	require.Equal(t, CodeAccessRights, ReadReqSourceCondition(ddp.FailAccessRights).Code())
-	require.Equal(t, CodeBaseBounds, ReadReqSourceCondition(ddp.FailBaseBounds).Code())
-	require.Equal(t, CodeTOWrap, ReadReqSourceCondition(ddp.FailTOWrap).Code())
-	require.Equal(t, CodeSTagNotAssociated, ReadReqSourceCondition(ddp.FailNotAssociated).Code())
-}
-
 func TestCondition_Undefined(t *testing.T) {
 	for _, c := range []Condition{0, numConditions, 255} {
 		require.Contains(t, c.String(), "Condition(")
-		require.Equal(t, CodeLocalCatastrophic, c.Code())
+		require.Equal(t, termcode.RDMAPLocalCatastrophic, c.Code())
 	}
 	_, ok := ConditionByName("NoSuchCondition")
 	require.False(t, ok)

@@ -9,9 +9,9 @@
 // DDP and region checks, and on any failure sends the Terminate that
 // [NewTerminate] builds from the error, then closes the stream.
 //
-// Error codes travel as layer<<12 | type<<8 | code ([TermCode]); any error
-// with a TerminateCode() uint16 method (from ddp, mpa or this package) can
-// be turned into a Terminate. docs/rfc-notes/terminate.md is the normative
+// Error codes are termcode.Code values, the one code space of every layer;
+// any error whose chain holds one (from ddp, mpa or this package) can be
+// turned into a Terminate. docs/rfc-notes/terminate.md is the normative
 // table of conditions and codes; a test checks [Conditions] against it row
 // by row.
 package rdmap

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/iwarp-go/iwarp-go/ddp"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -31,7 +32,7 @@ func TestEncoders_RFC5040_4_Bytes(t *testing.T) {
 			SinkSTag: 0x91cda700, SinkTO: 0x556368789550, Size: 64, SrcSTag: 0x1111, SrcTO: 0x1000,
 		}), "41 41 00000000 00000001 00000001 00000000 91cda700 0000556368789550 00000040 00001111 0000000000001000"},
 	} {
-		require.Equal(t, unhex(t, tc.want), tc.got, tc.name)
+		require.Equal(t, testutil.Unhex(t, tc.want), tc.got, tc.name)
 	}
 }
 

@@ -3,6 +3,8 @@ package rdmap
 import (
 	"fmt"
 
+	"github.com/iwarp-go/iwarp-go/termcode"
+
 	"github.com/iwarp-go/iwarp-go/ddp"
 )
 
@@ -38,10 +40,11 @@ func NewError(c Condition, hdr []byte, segLen int, rr []byte) *Error {
 }
 
 // Code returns the Terminate code of the condition.
-func (e *Error) Code() TermCode { return e.Cond.Code() }
+func (e *Error) Code() termcode.Code { return e.Cond.Code() }
 
-// TerminateCode returns the code as layer<<12 | etype<<8 | code.
-func (e *Error) TerminateCode() uint16 { return uint16(e.Cond.Code()) }
+// Unwrap returns the Terminate code, so that errors.As finds it whichever
+// layer wraps e.
+func (e *Error) Unwrap() error { return e.Cond.Code() }
 
 // DDPHeader returns the copy of the offending DDP header (possibly
 // truncated or empty).

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/iwarp-go/iwarp-go/termcode"
+
 	"github.com/iwarp-go/iwarp-go/ddp"
 )
 
@@ -17,7 +19,7 @@ func parseSeeds(f *testing.F) {
 		f.Add(AppendSend(nil, op, true, 0x77, 2, 0), uint16(34))
 	}
 	f.Add(AppendReadRequest(nil, 1, rr), uint16(46))
-	t := NewTerminate(ddp.NewError(ddp.ErrUntaggedNoBuffer, AppendSend(nil, OpSend, true, 0, 1, 0), 18))
+	t := NewTerminate(ddp.NewError(termcode.DDPUntaggedNoBuffer, AppendSend(nil, OpSend, true, 0, 1, 0), 18))
 	term := AppendTerminate(nil, &t)
 	f.Add(term, uint16(len(term)))
 	f.Add([]byte{0x41, 0x48}, uint16(26))
@@ -31,7 +33,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte, ulpdu uint16) {
 		h, err := Parse(b, int(ulpdu))
 		if err != nil {
-			if _, ok := TermCodeOf(err); !ok && err != ddp.ErrShortBuffer {
+			if _, ok := termcode.Of(err); !ok && err != ddp.ErrShortBuffer {
 				t.Fatalf("error without a Terminate code: %v", err)
 			}
 			_ = NewTerminate(err)

@@ -10,8 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iwarp-go/iwarp-go/termcode"
+
 	"github.com/iwarp-go/iwarp-go/ddp"
 	"github.com/iwarp-go/iwarp-go/internal/capture"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/iwarp-go/iwarp-go/mpa"
 	"github.com/iwarp-go/iwarp-go/rdmap"
 	"github.com/stretchr/testify/require"
@@ -96,7 +99,7 @@ func fields(t *testing.T, f fpdu) []string {
 	if h.Op == rdmap.OpTerminate {
 		rt, err := rdmap.ParseTerminate(f.ulpdu)
 		require.NoError(t, err)
-		col[15] = fmt.Sprintf("0x%02x", rt.RFC.Code.Layer())
+		col[15] = fmt.Sprintf("0x%02x", uint8(rt.RFC.Code.Layer()))
 	}
 	return col
 }
@@ -139,15 +142,13 @@ func render(t *testing.T, fs []fpdu) string {
 	return sb.String()
 }
 
-var goldenCaptures = []string{"mpa-host-client", "mpa-guest-client", "rping-lo", "rping-mtu1500", "ib_send_bw", "ib_write_bw"}
-
 // Every DDP/RDMAP header in the siw captures decodes to what tshark shows.
 func TestGolden_SiwCaptures(t *testing.T) {
-	for _, name := range goldenCaptures {
+	for _, name := range testutil.SiwCaptures {
 		t.Run(name, func(t *testing.T) {
 			want, err := os.ReadFile(filepath.Join("testdata", name+".tshark.txt"))
 			require.NoError(t, err)
-			fs := captureFPDUs(t, filepath.Join("testdata", name+".pcap"))
+			fs := captureFPDUs(t, testutil.CapturePath(t, name+".pcap"))
 			require.NotEmpty(t, fs)
 			require.Equal(t, string(want), render(t, fs))
 		})
@@ -157,8 +158,8 @@ func TestGolden_SiwCaptures(t *testing.T) {
 // Every captured header re-encodes to the same bytes through the typed
 // encoder for its opcode.
 func TestGolden_ReEncode(t *testing.T) {
-	for _, name := range goldenCaptures {
-		for _, f := range captureFPDUs(t, filepath.Join("testdata", name+".pcap")) {
+	for _, name := range testutil.SiwCaptures {
+		for _, f := range captureFPDUs(t, testutil.CapturePath(t, name+".pcap")) {
 			h, err := rdmap.Parse(f.ulpdu, len(f.ulpdu))
 			require.NoError(t, err)
 			var again []byte
@@ -186,11 +187,11 @@ func TestGolden_ReEncode(t *testing.T) {
 // direction, untagged MSN/MO sequencing on QN 0–2 and tagged continuity.
 func TestGolden_ReceiveChecksAcceptSiwStreams(t *testing.T) {
 	type dirKey struct{ src, dst uint16 }
-	for _, name := range goldenCaptures {
+	for _, name := range testutil.SiwCaptures {
 		queues := map[dirKey]*ddp.UntaggedQueues{}
 		tagged := map[dirKey]*ddp.TaggedReceiver{}
 		conns := 0
-		for _, f := range captureFPDUs(t, filepath.Join("testdata", name+".pcap")) {
+		for _, f := range captureFPDUs(t, testutil.CapturePath(t, name+".pcap")) {
 			k := dirKey{f.srcPort, f.dstPort}
 			if queues[k] == nil {
 				queues[k], tagged[k] = ddp.NewUntaggedQueues(rdmap.NumQueues), new(ddp.TaggedReceiver)
@@ -216,7 +217,7 @@ func TestGolden_ReceiveChecksAcceptSiwStreams(t *testing.T) {
 func TestGolden_SiwTerminates(t *testing.T) {
 	var terms []rdmap.ReceivedTerminate
 	var frames []int
-	for _, f := range captureFPDUs(t, filepath.Join("testdata", "mpa-host-client.pcap")) {
+	for _, f := range captureFPDUs(t, testutil.CapturePath(t, "mpa-host-client.pcap")) {
 		if h, err := rdmap.Parse(f.ulpdu, len(f.ulpdu)); err == nil && h.Op == rdmap.OpTerminate {
 			rt, err := rdmap.ParseTerminate(f.ulpdu)
 			require.NoError(t, err)
@@ -228,15 +229,15 @@ func TestGolden_SiwTerminates(t *testing.T) {
 	crc := terms[0] // round 20: CRC corrupted on a CRC-on stream
 	require.True(t, crc.Conforming())
 	require.Equal(t, [4]byte{0x02, 0x02, 0x00, 0x00}, crc.Control)
-	require.Equal(t, rdmap.TermCode(0x0202), crc.RFC.Code, "what tshark shows: RDMA / Remote Operation / 0x02")
+	require.Equal(t, termcode.Code(0x0202), crc.RFC.Code, "what tshark shows: RDMA / Remote Operation / 0x02")
 	require.Equal(t, rdmap.LayoutSIW, crc.Layout)
-	require.Equal(t, rdmap.CodeMPACRC, crc.Code())
+	require.Equal(t, termcode.MPACRC, crc.Code())
 	require.False(t, crc.SegmentLenPresent)
 
 	stag := terms[1] // round 21: Read Response to an unknown STag
 	require.Equal(t, [4]byte{0x11, 0x00, 0x03, 0x00}, stag.Control)
 	require.Equal(t, rdmap.LayoutSIW, stag.Layout)
-	require.Equal(t, rdmap.CodeDDPInvalidSTag, stag.Code())
+	require.Equal(t, termcode.DDPTaggedInvalidSTag, stag.Code())
 	rd := stag.Chosen()
 	require.True(t, rd.M && rd.D && !rd.R)
 	require.Equal(t, uint16(64), stag.SegmentLen, "siw reports the payload length")
@@ -248,5 +249,5 @@ func TestGolden_SiwTerminates(t *testing.T) {
 
 	te := stag.Err()
 	require.True(t, te.Remote)
-	require.ErrorIs(t, te, &rdmap.TerminateError{Remote: true, Code: rdmap.CodeDDPInvalidSTag})
+	require.ErrorIs(t, te, &rdmap.TerminateError{Remote: true, Code: termcode.DDPTaggedInvalidSTag})
 }

@@ -1,16 +1,11 @@
 package rdmap
 
 import (
-	"encoding/hex"
-	"strings"
-	"testing"
+	"fmt"
 
-	"github.com/stretchr/testify/require"
+	"github.com/iwarp-go/iwarp-go/termcode"
 )
 
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(strings.Join(strings.Fields(s), ""))
-	require.NoError(t, err)
-	return b
-}
+// errMPALike stands for an error of the mpa package: any error whose chain
+// holds a termcode.Code.
+var errMPALike = fmt.Errorf("mpa: bad CRC: %w", termcode.MPACRC)

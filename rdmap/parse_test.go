@@ -3,7 +3,10 @@ package rdmap
 import (
 	"testing"
 
+	"github.com/iwarp-go/iwarp-go/termcode"
+
 	"github.com/iwarp-go/iwarp-go/ddp"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -47,7 +50,7 @@ func TestParse_RFC5040_4_MessageKinds(t *testing.T) {
 	require.Zero(t, h.PayloadLen)
 	require.Equal(t, rr, h.ReadRequest().Fields())
 
-	term := AppendTerminate(nil, &Terminate{Code: CodeMPACRC})
+	term := AppendTerminate(nil, &Terminate{Code: termcode.MPACRC})
 	h, err = Parse(term, len(term))
 	require.NoError(t, err)
 	require.Equal(t, OpTerminate, h.Op)
@@ -55,7 +58,7 @@ func TestParse_RFC5040_4_MessageKinds(t *testing.T) {
 }
 
 func TestParse_RFC6581_WriteRTR(t *testing.T) {
-	h, err := Parse(unhex(t, "c1 40 00000001 0000000000000000"), 14)
+	h, err := Parse(testutil.Unhex(t, "c1 40 00000001 0000000000000000"), 14)
 	require.NoError(t, err)
 	require.True(t, h.IsWriteRTR())
 	require.True(t, ddp.ZeroLengthMessage(h.Tagged(), 14))
@@ -75,30 +78,30 @@ func TestParse_RFC5040_7_Errors(t *testing.T) {
 		b      []byte
 		ulpdu  int
 		cond   Condition // 0: a *ddp.Error with code want
-		want   TermCode
+		want   termcode.Code
 		hdrLen int // bytes of DDP header kept in the error
 	}{
-		{"DDP version tagged", ddp.AppendTagged(nil, 0xc2, 0x40, 1, 0), 14, 0, CodeDDPTaggedVersion, 14},
-		{"DDP version untagged", ddp.AppendUntagged(nil, 0x40, 0x43, 0, 0, 1, 0), 18, 0, CodeDDPUntaggedVersion, 18},
-		{"ULPDU shorter than DDP header", AppendSend(nil, OpSend, true, 0, 1, 0), 10, 0, CodeDDPLocalCatastrophic, 10},
-		{"RDMAP version 0", ddp.AppendTagged(nil, 0xc1, 0x00, 1, 0), 14, RDMAPVersion, CodeInvalidVersion, 14},
-		{"RDMAP version 2", ddp.AppendUntagged(nil, 0x41, 0x83, 0, 0, 1, 0), 18, RDMAPVersion, CodeInvalidVersion, 18},
-		{"opcode 8 (RFC 7306 Immediate Data)", ddp.AppendUntagged(nil, 0x41, 0x48, 0, 0, 1, 0), 26, UnexpectedOpcode, CodeUnexpectedOpcode, 18},
-		{"opcode 0xA (Atomic Request)", withRR(ddp.AppendUntagged(nil, 0x41, 0x4a, 0, 1, 1, 0)), 70, UnexpectedOpcode, CodeUnexpectedOpcode, 18},
-		{"opcode 0xF tagged", ddp.AppendTagged(nil, 0xc1, 0x4f, 1, 0), 14, UnexpectedOpcode, CodeUnexpectedOpcode, 14},
-		{"Send with T set", ddp.AppendTagged(nil, 0xc1, 0x43, 1, 0), 20, TaggedFlagMismatch, CodeUnexpectedOpcode, 14},
-		{"Write with T clear", ddp.AppendUntagged(nil, 0x41, 0x40, 0, 0, 1, 0), 20, TaggedFlagMismatch, CodeUnexpectedOpcode, 18},
-		{"Read Request truncated", withRR(AppendReadRequest(nil, 1, ReadRequestFields{})[:18]), 45, SegmentTooShort, CodeDDPLocalCatastrophic, 18},
-		{"Terminate truncated", AppendTerminate(nil, &Terminate{}), 21, SegmentTooShort, CodeDDPLocalCatastrophic, 18},
-		{"Send on QN 1", ddp.AppendUntagged(nil, 0x41, 0x43, 0, 1, 1, 0), 18, UntaggedInvalidQN, CodeDDPInvalidQN, 18},
-		{"Read Request on QN 0", withRR(ddp.AppendUntagged(nil, 0x41, 0x41, 0, 0, 1, 0)), 46, UntaggedInvalidQN, CodeDDPInvalidQN, 18},
-		{"Read Request with payload", append(AppendReadRequest(nil, 1, ReadRequestFields{}), 1, 2), 48, ReadReqMalformed, CodeStreamCatastrophic, 18},
-		{"Read Request without L", withRR(ddp.AppendUntagged(nil, 0x01, 0x41, 0, 1, 1, 0)), 46, ReadReqMalformed, CodeStreamCatastrophic, 18},
+		{"DDP version tagged", ddp.AppendTagged(nil, 0xc2, 0x40, 1, 0), 14, 0, termcode.DDPTaggedVersion, 14},
+		{"DDP version untagged", ddp.AppendUntagged(nil, 0x40, 0x43, 0, 0, 1, 0), 18, 0, termcode.DDPUntaggedVersion, 18},
+		{"ULPDU shorter than DDP header", AppendSend(nil, OpSend, true, 0, 1, 0), 10, 0, termcode.DDPLocalCatastrophic, 10},
+		{"RDMAP version 0", ddp.AppendTagged(nil, 0xc1, 0x00, 1, 0), 14, RDMAPVersion, termcode.RDMAPInvalidVersion, 14},
+		{"RDMAP version 2", ddp.AppendUntagged(nil, 0x41, 0x83, 0, 0, 1, 0), 18, RDMAPVersion, termcode.RDMAPInvalidVersion, 18},
+		{"opcode 8 (RFC 7306 Immediate Data)", ddp.AppendUntagged(nil, 0x41, 0x48, 0, 0, 1, 0), 26, UnexpectedOpcode, termcode.RDMAPUnexpectedOpcode, 18},
+		{"opcode 0xA (Atomic Request)", withRR(ddp.AppendUntagged(nil, 0x41, 0x4a, 0, 1, 1, 0)), 70, UnexpectedOpcode, termcode.RDMAPUnexpectedOpcode, 18},
+		{"opcode 0xF tagged", ddp.AppendTagged(nil, 0xc1, 0x4f, 1, 0), 14, UnexpectedOpcode, termcode.RDMAPUnexpectedOpcode, 14},
+		{"Send with T set", ddp.AppendTagged(nil, 0xc1, 0x43, 1, 0), 20, TaggedFlagMismatch, termcode.RDMAPUnexpectedOpcode, 14},
+		{"Write with T clear", ddp.AppendUntagged(nil, 0x41, 0x40, 0, 0, 1, 0), 20, TaggedFlagMismatch, termcode.RDMAPUnexpectedOpcode, 18},
+		{"Read Request truncated", withRR(AppendReadRequest(nil, 1, ReadRequestFields{})[:18]), 45, SegmentTooShort, termcode.DDPLocalCatastrophic, 18},
+		{"Terminate truncated", AppendTerminate(nil, &Terminate{}), 21, SegmentTooShort, termcode.DDPLocalCatastrophic, 18},
+		{"Send on QN 1", ddp.AppendUntagged(nil, 0x41, 0x43, 0, 1, 1, 0), 18, UntaggedInvalidQN, termcode.DDPUntaggedInvalidQN, 18},
+		{"Read Request on QN 0", withRR(ddp.AppendUntagged(nil, 0x41, 0x41, 0, 0, 1, 0)), 46, UntaggedInvalidQN, termcode.DDPUntaggedInvalidQN, 18},
+		{"Read Request with payload", append(AppendReadRequest(nil, 1, ReadRequestFields{}), 1, 2), 48, ReadReqMalformed, termcode.RDMAPStreamCatastrophic, 18},
+		{"Read Request without L", withRR(ddp.AppendUntagged(nil, 0x01, 0x41, 0, 1, 1, 0)), 46, ReadReqMalformed, termcode.RDMAPStreamCatastrophic, 18},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(tc.b, tc.ulpdu)
 			require.Error(t, err)
-			code, ok := TermCodeOf(err)
+			code, ok := termcode.Of(err)
 			require.True(t, ok)
 			require.Equal(t, tc.want, code)
 			if tc.cond != 0 {
@@ -126,14 +129,14 @@ func TestParse_TerminateQNIsLenient(t *testing.T) {
 	rt, err := ParseTerminate(b)
 	require.NoError(t, err)
 	require.False(t, rt.Conforming())
-	require.Equal(t, CodeMPACRC, rt.Code())
+	require.Equal(t, termcode.MPACRC, rt.Code())
 }
 
 func TestParse_ShortBufferIsCallerError(t *testing.T) {
 	b := AppendReadRequest(nil, 1, ReadRequestFields{})
 	_, err := Parse(b[:30], 46)
 	require.ErrorIs(t, err, ddp.ErrShortBuffer)
-	_, ok := TermCodeOf(err)
+	_, ok := termcode.Of(err)
 	require.False(t, ok)
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 
+	"github.com/iwarp-go/iwarp-go/termcode"
+
 	"github.com/iwarp-go/iwarp-go/ddp"
 )
 
@@ -19,7 +21,7 @@ const (
 // and what it attaches. The M flag is set when HasSegmentLen, D when
 // DDPHeader is not empty, R when RDMAHeader is not empty.
 type Terminate struct {
-	Code TermCode
+	Code termcode.Code
 	// HasSegmentLen and SegmentLen: the DDP Segment Length of the offending
 	// segment (M). We send the offending FPDU's ULPDU Length (DDP header
 	// plus payload), as irdma, nes and urdma do; siw sends the payload
@@ -64,7 +66,7 @@ func AppendTerminate(b []byte, t *Terminate) []byte {
 	if r {
 		flags |= flagR
 	}
-	b = append(b, t.Code.Layer()<<4|t.Code.EType(), t.Code.Code(), flags, 0)
+	b = append(b, uint8(t.Code.Layer())<<4|t.Code.EType(), t.Code.ECode(), flags, 0)
 	if m || d {
 		b = binary.BigEndian.AppendUint16(b, t.SegmentLen)
 	}
@@ -73,24 +75,21 @@ func AppendTerminate(b []byte, t *Terminate) []byte {
 }
 
 // attachPolicy says which headers a Terminate with code c carries when
-// they are available (the behaviour Linux siw, siw_send_terminate() in
-// siw_qp.c, and irdma, irdma_bld_termhdr_ddp_rdma() in ctrl.c, have in
-// common):
-//   - LLP errors, RDMAP local catastrophic errors and version errors
-//     (DDP 1/1/0x04, 1/2/0x06, RDMAP 0/2/0x05): nothing; a header with an
-//     unknown version cannot be interpreted.
-//   - RDMAP Remote Protection errors: the DDP header and, when the
-//     offending message was a Read Request, its 28-byte header.
-//   - every other DDP or RDMAP error: the DDP header.
-func attachPolicy(c TermCode) (ddpHdr, rdmaHdr bool) {
+// they are available (RFC 5040 §4.8 and its Figure 10):
+//   - LLP errors, and local catastrophic errors (error type 0) of RDMAP and
+//     DDP: nothing ("The DDP Header is not present if the Terminate Error
+//     Type is a Local Catastrophic Error");
+//   - RDMAP Remote Protection errors (0/1/x): the DDP header and, when the
+//     offending message was a Read Request, its 28-byte header;
+//   - every other DDP or RDMAP error, version errors included: the DDP
+//     header.
+func attachPolicy(c termcode.Code) (ddpHdr, rdmaHdr bool) {
 	switch {
-	case c.Layer() == LayerLLP, c.Layer() > LayerLLP:
+	case c.Layer() >= termcode.LLP:
 		return false, false
-	case c.Layer() == LayerRDMAP && c.EType() == 0:
+	case c.EType() == 0:
 		return false, false
-	case c == CodeDDPTaggedVersion, c == CodeDDPUntaggedVersion, c == CodeInvalidVersion:
-		return false, false
-	case c.Layer() == LayerRDMAP && c.EType() == 1:
+	case c.Layer() == termcode.RDMAP && c.EType() == 1:
 		return true, true
 	}
 	return true, false
@@ -101,7 +100,7 @@ func attachPolicy(c TermCode) (ddpHdr, rdmaHdr bool) {
 //   - an *Error or *ddp.Error supplies its code, header copies and segment
 //     length; a DDP header is attached only when complete (14 or 18 bytes),
 //     and M is set exactly when D is;
-//   - any other error with a TerminateCode() method (such as mpa's)
+//   - any other error whose chain holds a termcode.Code (such as mpa's)
 //     supplies only its code;
 //   - an error without one is reported as RDMAP local catastrophic
 //     (0/0/0x00).
@@ -121,10 +120,10 @@ func NewTerminate(err error) Terminate {
 		t.Code, hdr, rr, seg = re.Code(), re.DDPHeader(), re.RDMAHeader(), re.SegmentLen
 		wantDDP, wantRR = re.Cond.attach()
 	case errors.As(err, &de):
-		t.Code, hdr, seg = TermCode(de.Code), de.Header(), de.SegmentLen
+		t.Code, hdr, seg = termcode.Code(de.Code), de.Header(), de.SegmentLen
 		wantDDP, wantRR = attachPolicy(t.Code)
 	default:
-		t.Code, _ = TermCodeOf(err) // CodeLocalCatastrophic (0) if none
+		t.Code, _ = termcode.Of(err) // termcode.RDMAPLocalCatastrophic (0) if none
 		return t
 	}
 	if wantDDP && len(hdr) > 0 && len(hdr) == ddp.HeaderLen(ddp.Control(hdr[0])) {

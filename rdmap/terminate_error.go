@@ -3,6 +3,8 @@ package rdmap
 import (
 	"errors"
 	"net"
+
+	"github.com/iwarp-go/iwarp-go/termcode"
 )
 
 // TerminateError reports a stream ended by a Terminate, sent (Remote false)
@@ -11,7 +13,7 @@ import (
 // Terminate always ends the stream.
 type TerminateError struct {
 	Remote bool
-	Code   TermCode
+	Code   termcode.Code
 	// Terminate is what was sent (local), or the attachments found in what
 	// was received (remote).
 	Terminate Terminate
@@ -20,7 +22,25 @@ type TerminateError struct {
 	Received *ReceivedTerminate
 	// Cause is the local error that made us send the Terminate.
 	Cause error
+	// Delivery says, for a local Terminate, whether it reached the socket;
+	// DeliveryErr is why not.
+	Delivery    Delivery
+	DeliveryErr error
 }
+
+// Delivery is what became of a Terminate this side sends.
+type Delivery uint8
+
+const (
+	// DeliveryPending: the stream failed and the Terminate is on its way.
+	DeliveryPending Delivery = iota
+	// DeliverySent: the Terminate was written to the socket.
+	DeliverySent
+	// DeliveryFailed: it could not be sent (the peer stopped reading, the
+	// connection broke, or a write cut short left the stream in the middle
+	// of an FPDU); DeliveryErr says why.
+	DeliveryFailed
+)
 
 // LocalTerminateError returns the TerminateError for sending a Terminate
 // because of err (see NewTerminate). If err already is a *TerminateError it
@@ -54,7 +74,19 @@ func (e *TerminateError) Error() string {
 		}
 		return s
 	}
-	s := "rdmap: sent Terminate: " + e.Code.String()
+	var s string
+	switch e.Delivery {
+	case DeliverySent:
+		s = "rdmap: sent Terminate: " + e.Code.String()
+	case DeliveryFailed:
+		s = "rdmap: Terminate not sent"
+		if e.DeliveryErr != nil {
+			s += " (" + e.DeliveryErr.Error() + ")"
+		}
+		s += ": " + e.Code.String()
+	default:
+		s = "rdmap: sending Terminate: " + e.Code.String()
+	}
 	if e.Cause != nil {
 		s += ": " + e.Cause.Error()
 	}
@@ -68,10 +100,11 @@ func (e *TerminateError) Is(target error) bool {
 	return ok && t.Code == e.Code && t.Remote == e.Remote
 }
 
-// Unwrap returns net.ErrClosed and, for a local Terminate, its cause.
+// Unwrap returns net.ErrClosed, the Terminate code and, for a local
+// Terminate, its cause.
 func (e *TerminateError) Unwrap() []error {
 	if e.Cause != nil {
-		return []error{net.ErrClosed, e.Cause}
+		return []error{net.ErrClosed, e.Code, e.Cause}
 	}
-	return []error{net.ErrClosed}
+	return []error{net.ErrClosed, e.Code}
 }

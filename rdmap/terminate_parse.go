@@ -3,6 +3,8 @@ package rdmap
 import (
 	"encoding/binary"
 
+	"github.com/iwarp-go/iwarp-go/termcode"
+
 	"github.com/iwarp-go/iwarp-go/ddp"
 )
 
@@ -32,7 +34,7 @@ func (l Layout) String() string {
 
 // Reading is the Terminate Control field decoded in one layout.
 type Reading struct {
-	Code    TermCode
+	Code    termcode.Code
 	M, D, R bool
 	// Reserved holds the bits the layout does not assign, in their
 	// positions within bytes 2–3 of the field.
@@ -42,12 +44,12 @@ type Reading struct {
 func readControl(w [4]byte, l Layout) Reading {
 	rd := Reading{}
 	if l == LayoutSIW {
-		rd.Code = MakeTermCode(w[0]&0x0f, w[0]>>4, w[1])
+		rd.Code = termcode.Make(termcode.Layer(w[0]&0x0f), w[0]>>4, w[1])
 		rd.M, rd.D, rd.R = w[2]&0x01 != 0, w[2]&0x02 != 0, w[2]&0x04 != 0
 		rd.Reserved = uint16(w[2]&0xf8)<<8 | uint16(w[3])
 		return rd
 	}
-	rd.Code = MakeTermCode(w[0]>>4, w[0]&0x0f, w[1])
+	rd.Code = termcode.Make(termcode.Layer(w[0]>>4), w[0]&0x0f, w[1])
 	rd.M, rd.D, rd.R = w[2]&flagM != 0, w[2]&flagD != 0, w[2]&flagR != 0
 	rd.Reserved = uint16(w[2]&0x1f)<<8 | uint16(w[3])
 	return rd
@@ -55,14 +57,14 @@ func readControl(w [4]byte, l Layout) Reading {
 
 func (rd Reading) encode(l Layout) [4]byte {
 	var w [4]byte
-	w[1] = rd.Code.Code()
+	w[1] = rd.Code.ECode()
 	w[3] = byte(rd.Reserved)
 	w[2] = byte(rd.Reserved >> 8)
 	if l == LayoutSIW {
-		w[0] = rd.Code.EType()<<4 | rd.Code.Layer()
+		w[0] = rd.Code.EType()<<4 | uint8(rd.Code.Layer())
 		w[2] |= b2u(rd.M) | b2u(rd.D)<<1 | b2u(rd.R)<<2
 	} else {
-		w[0] = rd.Code.Layer()<<4 | rd.Code.EType()
+		w[0] = uint8(rd.Code.Layer())<<4 | rd.Code.EType()
 		w[2] |= b2u(rd.M)<<7 | b2u(rd.D)<<6 | b2u(rd.R)<<5
 	}
 	return w
@@ -118,7 +120,7 @@ func (rt *ReceivedTerminate) Chosen() Reading {
 }
 
 // Code returns the error code of the chosen reading.
-func (rt *ReceivedTerminate) Code() TermCode { return rt.Chosen().Code }
+func (rt *ReceivedTerminate) Code() termcode.Code { return rt.Chosen().Code }
 
 // Conforming reports whether the DDP header is that of a Terminate: L set,
 // QN 2, MSN 1, MO 0. siw logs a non-conforming one as bogus and closes;

@@ -16,13 +16,20 @@
 // sub-slice of registered memory the segment addresses, so the caller can read
 // the payload from the socket straight into it.
 //
-// Failures are reported as a Failure kind whose RDMAPCode and DDPTaggedCode
-// methods give the Terminate layer/type/code to send, so the wire mapping is
-// defined once, here.
+// Failures are reported as a Failure kind: what rule failed, not what goes
+// on the wire. The one mapping from a failure to the Terminate it causes
+// depends on what the peer's message asked of the region (an RDMA Write
+// sink, a Read Request source, a Send with Invalidate) and lives with the
+// connection engine (package conn, docs/rfc-notes/terminate.md).
 //
-// Memory safety in Go differs from an RNIC: the slice a lookup returns keeps
-// the region's memory alive, so a write that raced with Deregister still lands
-// in the Go buffer the application registered (never outside it). Deregister
-// refuses to run while local work holds a reference (Region.Acquire), which is
-// how posted work requests keep their memory registered until they complete.
+// A remote access that is about to touch memory (placing a segment's
+// payload, sending a Read Response) takes a remote reference with
+// LookupRemote and drops it when done. Invalidate and Deregister change the
+// region's state at once, so that every later lookup fails, and report the
+// accesses still under way through Region.RemoteUses; package conn ends the
+// connections behind them and waits for the count to drop before its
+// Invalidate or Deregister returns, so that after a successful return no
+// peer reads or writes a byte of the memory. Deregister refuses to run while
+// local work holds a reference (Region.Acquire), which is how posted work
+// requests keep their memory registered until they complete.
 package stag

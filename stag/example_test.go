@@ -29,14 +29,13 @@ func Example() {
 	copy(dst, "hello") // in conn: io.ReadFull(payload, dst)
 	fmt.Printf("%q\n", buf[16:21])
 
-	// A segment that runs past the end of the region is refused with the
-	// Terminate code DDP sends for it.
+	// A segment that runs past the end of the region is refused; the
+	// connection engine (package conn) maps the failure to its Terminate.
 	_, f = pd.Lookup(mr.STag(), mr.TO(60), 5, stag.RemoteWrite)
-	code, _ := f.DDPTaggedCode()
-	fmt.Printf("%v: Terminate 0x%04x\n", f, code)
+	fmt.Println(f)
 	// Output:
 	// "hello"
-	// base or bounds violation: Terminate 0x1101
+	// base or bounds violation
 }
 
 // Regions advertised by virtual address, as rping and perftest do: the TO of
@@ -57,21 +56,19 @@ func ExampleBaseVA() {
 }
 
 // A peer's Send with Invalidate: accepted for a valid region of the
-// stream's PD, refused with the RDMAP code otherwise.
+// stream's PD, refused otherwise.
 func ExamplePD_RemoteInvalidate() {
 	tab, _ := stag.NewTable()
 	pd, other := tab.NewPD(), tab.NewPD()
 	mr, _ := pd.Register(make([]byte, 64), stag.LocalWrite|stag.RemoteWrite, stag.BaseZero())
 
-	f := other.RemoteInvalidate(mr.STag())
-	code, _ := f.RDMAPCode()
-	fmt.Printf("%v: 0x%04x\n", f, code)
+	fmt.Println(other.RemoteInvalidate(mr.STag()))
 
 	fmt.Println(pd.RemoteInvalidate(mr.STag()), mr.State())
-	_, f = pd.Lookup(mr.STag(), 0, 1, stag.RemoteWrite)
+	_, f := pd.Lookup(mr.STag(), 0, 1, stag.RemoteWrite)
 	fmt.Println(f)
 	// Output:
-	// STag cannot be invalidated (other protection domain): 0x0109
+	// STag cannot be invalidated (other protection domain)
 	// ok invalid
 	// STag invalidated
 }

@@ -39,6 +39,13 @@ const (
 // from the key last used at that index, so a peer cannot derive a valid STag
 // from one it has seen.
 func (pd *PD) Register(buf []byte, access Access, base Base, opts ...RegisterOption) (*Region, error) {
+	return pd.RegisterAttached(buf, access, base, nil, opts...)
+}
+
+// RegisterAttached is Register with a value that the region carries for its
+// owner (Region.Attachment): the connection engine keeps its per-region
+// hooks there, so that a lookup yields them with no second table.
+func (pd *PD) RegisterAttached(buf []byte, access Access, base Base, attachment any, opts ...RegisterOption) (*Region, error) {
 	if err := access.Validate(); err != nil {
 		return nil, err
 	}
@@ -71,6 +78,7 @@ func (pd *PD) Register(buf []byte, access Access, base Base, opts ...RegisterOpt
 		access:      access,
 		kind:        KindMemoryRegion,
 		noRemoteInv: o&NoRemoteInvalidate != 0,
+		attachment:  attachment,
 	}
 	r.word.Store(pack(s, StateValid, 0))
 	t.publish(r)
@@ -91,44 +99,87 @@ func (pd *PD) Register(buf []byte, access Access, base Base, opts ...RegisterOpt
 //
 // Lookup takes no lock and does not allocate.
 func (pd *PD) Lookup(s STag, to, length uint64, need Access) ([]byte, Failure) {
+	_, b, f := pd.lookup(s, to, length, need)
+	return b, f
+}
+
+func (pd *PD) lookup(s STag, to, length uint64, need Access) (*Region, []byte, Failure) {
 	r := pd.t.load(s.Index())
 	if r == nil {
-		return nil, InvalidSTag
+		return nil, nil, InvalidSTag
 	}
 	// One load gives STag and state together; the full 32 bits must match,
 	// so a stale page or a reused index cannot hand out another region.
 	w := r.word.Load()
 	if wordSTag(w) != s {
-		return nil, InvalidSTag
+		return nil, nil, InvalidSTag
 	}
 	switch wordState(w) {
 	case StateValid:
 	case StateInvalid:
-		return nil, Invalidated
+		return nil, nil, Invalidated
 	default:
-		return nil, InvalidSTag
+		return nil, nil, InvalidSTag
 	}
 	if r.pd != pd {
-		return nil, PDMismatch
+		return nil, nil, PDMismatch
 	}
 	if !r.access.Has(need) {
-		return nil, AccessRights
+		return nil, nil, AccessRights
 	}
 	// The tagged segment MUST be validated before Placement (RFC 5041
 	// §7.1, DDP draft §9.1): TO and TO+length inside the region. The wrap
 	// is tested first so that TO+length below is never computed modulo 2^64.
 	if to > math.MaxUint64-length {
-		return nil, TOWrap
+		return nil, nil, TOWrap
 	}
 	if to < r.base {
-		return nil, BaseBounds
+		return nil, nil, BaseBounds
 	}
 	off := to - r.base
 	if !within(off, length, uint64(len(r.buf))) {
-		return nil, BaseBounds
+		return nil, nil, BaseBounds
 	}
 	// Capacity = length: the caller cannot append or reslice past the range.
-	return r.buf[off : off+length : off+length], OK
+	return r, r.buf[off : off+length : off+length], OK
+}
+
+// Find returns the region registered at s in this PD's table, whatever its
+// state or PD, or nil if s names none (unknown index, wrong key, freed).
+// It takes no lock.
+func (pd *PD) Find(s STag) *Region {
+	r := pd.t.load(s.Index())
+	if r == nil || wordSTag(r.word.Load()) != s || r.State() == StateFree {
+		return nil
+	}
+	return r
+}
+
+// LookupRemote is Lookup for an access the caller is about to carry out
+// (placing a segment's payload, sending a Read Response): on success it
+// also returns the region with a remote reference taken, which the caller
+// drops with ReleaseRemote once it no longer touches the bytes. The
+// reference is taken before the region's state is checked a second time,
+// so a Deregister or Invalidate that changed the state either makes this
+// lookup fail or finds the reference (Region.RemoteUses) and can wait for
+// it: nothing is placed into memory whose invalidation has returned.
+//
+// LookupRemote takes no lock and does not allocate.
+func (pd *PD) LookupRemote(s STag, to, length uint64, need Access) (*Region, []byte, Failure) {
+	r, b, f := pd.lookup(s, to, length, need)
+	if f != OK {
+		return nil, nil, f
+	}
+	r.remote.Add(1)
+	w := r.word.Load()
+	if wordSTag(w) != s || wordState(w) != StateValid {
+		r.remote.Add(-1)
+		if wordSTag(w) == s && wordState(w) == StateInvalid {
+			return nil, nil, Invalidated
+		}
+		return nil, nil, InvalidSTag
+	}
+	return r, b, OK
 }
 
 // CheckLocal validates a local scatter/gather entry at post time: region r

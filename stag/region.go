@@ -81,7 +81,11 @@ type Region struct {
 	access      Access
 	kind        Kind
 	noRemoteInv bool
+	attachment  any
 	word        atomic.Uint64
+	// remote counts remote accesses in progress: placements of a peer's
+	// segment and Read Responses being sent (LookupRemote, ReleaseRemote).
+	remote atomic.Int32
 }
 
 // STag returns the region's current STag.
@@ -92,6 +96,20 @@ func (r *Region) State() State { return wordState(r.word.Load()) }
 
 // Refs returns the number of references held by local work.
 func (r *Region) Refs() int { return int(wordRefs(r.word.Load())) }
+
+// RemoteUses returns the number of remote accesses in progress: references
+// taken by LookupRemote and not yet released.
+func (r *Region) RemoteUses() int { return int(r.remote.Load()) }
+
+// ReleaseRemote ends a remote access begun by LookupRemote.
+func (r *Region) ReleaseRemote() {
+	if r.remote.Add(-1) < 0 {
+		panic("stag: ReleaseRemote without LookupRemote")
+	}
+}
+
+// Attachment returns the value given to RegisterAttached, or nil.
+func (r *Region) Attachment() any { return r.attachment }
 
 // PD returns the protection domain the region belongs to.
 func (r *Region) PD() *PD { return r.pd }
@@ -159,7 +177,8 @@ func (r *Region) Release() {
 }
 
 // Invalidate invalidates the region locally: accesses through its STag fail
-// with Invalidated from now on. Invalidating an invalid region is allowed and
+// with Invalidated from now on (accesses already under way keep their
+// LookupRemote reference until they release it). Invalidating an invalid region is allowed and
 // changes nothing (verbs semantics). It fails only on a freed region.
 func (r *Region) Invalidate() error {
 	for {
@@ -204,10 +223,10 @@ func (r *Region) Revalidate() (STag, error) {
 }
 
 // Deregister frees the region's STag. It fails with ErrBusy while local work
-// holds references and with ErrDeregistered if already freed. A remote access
-// that validated the STag before Deregister may still complete into the
-// buffer: Go keeps the buffer alive, so such a late write lands in the memory
-// that was registered and nowhere else.
+// holds references and with ErrDeregistered if already freed. New lookups
+// fail at once; a remote access that passed LookupRemote before keeps its
+// reference until it releases it, which RemoteUses reports: the caller that
+// must know the memory is no longer touched (package conn) waits for it.
 func (r *Region) Deregister() error {
 	t := r.pd.t
 	t.mu.Lock()

@@ -277,7 +277,7 @@ func iwtTerminateLine(role string, te *rdmap.TerminateError) string {
 	}
 	c := te.Code
 	return fmt.Sprintf("TERMINATE role=%s origin=%s code=0x%04x layer=%d etype=%d ecode=0x%02x layout=%s control=%s m=%d d=%d r=%d other_reading=%s name=%q",
-		role, origin, uint16(c), c.Layer(), c.EType(), c.Code(), layout, control, iwtB2I(m), iwtB2I(d), iwtB2I(r), other, c.String())
+		role, origin, uint16(c), c.Layer(), c.EType(), c.ECode(), layout, control, iwtB2I(m), iwtB2I(d), iwtB2I(r), other, c.String())
 }
 
 func iwtB2I(b bool) int {

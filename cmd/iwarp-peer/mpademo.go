@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/mpa"
+	"github.com/iwarp-go/iwarp-go/termcode"
 )
 
 func init() {
@@ -231,12 +232,12 @@ func (d *mpaDemo) basics(ctx context.Context) error {
 		return err
 	}
 	_, err = r.ReadFPDU(dst)
-	var tc interface{ TerminateCode() uint16 }
+	var tc termcode.Code
 	if !errors.Is(err, mpa.ErrCRC) || !errors.As(err, &tc) {
 		return fmt.Errorf("corrupted FPDU not caught: %v", err)
 	}
 	d.say("   initiator → an FPDU with one payload bit flipped in transit")
-	d.say("   responder ← CRC mismatch: it would send a Terminate with code 0x%04x (layer LLP, type MPA, CRC error) and close", tc.TerminateCode())
+	d.say("   responder ← CRC mismatch: it would send a Terminate with code 0x%04x (layer LLP, type MPA, CRC error) and close", uint16(tc))
 	return nil
 }
 

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 )
 
 // Args are the options every decode uses: TCP reassembly on, so FPDUs
@@ -47,14 +49,7 @@ func Available(t testing.TB) bool {
 // when IWARP_REQUIRE_TOOLS=1.
 func Path(t testing.TB) string {
 	t.Helper()
-	p, err := exec.LookPath("tshark")
-	if err != nil {
-		if os.Getenv("IWARP_REQUIRE_TOOLS") == "1" {
-			t.Fatalf("tshark is required (IWARP_REQUIRE_TOOLS=1): %v", err)
-		}
-		t.Skip("tshark not installed")
-	}
-	return p
+	return testutil.RequireTool(t, "tshark")
 }
 
 // Field is one field of tshark's PDML output.

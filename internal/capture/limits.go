@@ -10,8 +10,9 @@ import (
 )
 
 // MaxFileSize bounds how much of a capture Read takes in (after
-// decompression).
-const MaxFileSize = 1 << 30
+// decompression). It is the only size limit on capture input in the
+// module: dissect.MaxCaptureSize is this constant.
+const MaxFileSize = 256 << 20
 
 // ErrMalformed reports a capture whose framing is inconsistent.
 var ErrMalformed = errors.New("capture: malformed file")
@@ -113,6 +114,19 @@ func checkPcapng(data []byte) error {
 		off += n
 	}
 	return nil
+}
+
+// isPcap reports whether data starts with a pcap file header's magic
+// (microsecond or nanosecond timestamps, either byte order).
+func isPcap(data []byte) bool {
+	if len(data) < 4 {
+		return false
+	}
+	switch binary.LittleEndian.Uint32(data) {
+	case 0xa1b2c3d4, 0xa1b23c4d, 0xd4c3b2a1, 0x4d3cb2a1:
+		return true
+	}
+	return false
 }
 
 // pcapSnaplen returns the snapshot length to give gopacket's pcap reader:

@@ -4,21 +4,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
-	"runtime"
 	"testing"
 
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
-
-// allocated returns the bytes allocated while f runs.
-func allocated(f func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&a)
-	f()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
-}
 
 // A header claiming a 4 GiB snapshot length must not make the reader
 // allocate by it.
@@ -27,7 +17,7 @@ func TestRead_HugeSnaplenIsBounded(t *testing.T) {
 	binary.LittleEndian.PutUint32(file[16:], 0xffffffff)
 	var conns []*Conn
 	var err error
-	n := allocated(func() { conns, err = Read(bytes.NewReader(file)) })
+	n := testutil.Allocated(func() { conns, err = Read(bytes.NewReader(file)) })
 	require.NoError(t, err)
 	require.Len(t, conns, 1)
 	require.Less(t, n, uint64(1<<20), "allocation bounded by the input, not the header")
@@ -53,7 +43,7 @@ func TestRead_PcapngLengthsChecked(t *testing.T) {
 	require.Len(t, epbs, 4)
 	bad := bytes.Clone(good)
 	binary.LittleEndian.PutUint32(bad[epbs[3]+20:], 0x7fffffff)
-	n := allocated(func() { _, err = Read(bytes.NewReader(bad)) })
+	n := testutil.Allocated(func() { _, err = Read(bytes.NewReader(bad)) })
 	require.ErrorIs(t, err, ErrMalformed)
 	require.Less(t, n, uint64(1<<20))
 
@@ -72,7 +62,7 @@ func TestRead_PcapngLengthsChecked(t *testing.T) {
 		}
 		off += n
 	}
-	n = allocated(func() { conns, err = Read(bytes.NewReader(bad)) })
+	n = testutil.Allocated(func() { conns, err = Read(bytes.NewReader(bad)) })
 	require.NoError(t, err)
 	require.Equal(t, "data", string(conns[0].Up.Data))
 	require.Less(t, n, uint64(1<<20))
@@ -89,4 +79,21 @@ func TestRead_Gzip(t *testing.T) {
 	conns, err := Read(&z)
 	require.NoError(t, err)
 	require.Equal(t, "zipped", string(conns[0].Up.Data))
+}
+
+// Input that is neither pcap nor pcapng, plain or compressed, is refused
+// with a message that says so, before any reader is set up.
+func TestRead_NotACapture(t *testing.T) {
+	for _, junk := range [][]byte{nil, []byte("hi"), []byte("this is not a capture")} {
+		_, err := Read(bytes.NewReader(junk))
+		require.ErrorIs(t, err, ErrMalformed, "%q", junk)
+	}
+	_, err := Read(bytes.NewReader([]byte("this is not a capture")))
+	require.ErrorContains(t, err, "not a pcap or pcapng file")
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write([]byte("compressed, but still not a capture"))
+	require.NoError(t, zw.Close())
+	_, err = Read(&z)
+	require.ErrorContains(t, err, "not a pcap or pcapng file")
 }

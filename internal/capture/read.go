@@ -84,6 +84,9 @@ func Read(r io.Reader) ([]*Conn, error) {
 			return uint32(ng.LinkType())
 		}
 	} else {
+		if !isPcap(data) {
+			return nil, fmt.Errorf("%w: not a pcap or pcapng file", ErrMalformed)
+		}
 		// gopacket keeps link types in a uint8; read the full 32-bit value
 		// from the header so that types above 255 (Linux SLL2) survive.
 		lt, ok := pcapHeaderLinkType(data)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -251,7 +252,7 @@ func TestWriter_ConcurrentFlows(t *testing.T) {
 
 // tshark must accept the file: valid IP and TCP checksums, nothing malformed.
 func TestWriter_TsharkAcceptsCapture(t *testing.T) {
-	tshark := requireTool(t, "tshark")
+	tshark := testutil.RequireTool(t, "tshark")
 	path := filepath.Join(t.TempDir(), "w.pcap")
 	file := writeConversation(t, FlowConfig{Client: cli4, Server: srv4}, []chunkSpec{
 		{Up, patterned(100, 1)}, {Down, patterned(2000, 2)}, {Up, patterned(MaxSegment, 3)},
@@ -270,20 +271,6 @@ func TestWriter_TsharkAcceptsCapture(t *testing.T) {
 		require.Equal(t, "1", f[2], "TCP checksum good in %q", l)
 		require.Empty(t, f[3], "not malformed: %q", l)
 	}
-}
-
-// requireTool returns the path of an external tool, skipping the test when it
-// is missing unless IWARP_REQUIRE_TOOLS=1 (as in CI), where it fails.
-func requireTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("IWARP_REQUIRE_TOOLS") == "1" {
-			t.Fatalf("%s is required (IWARP_REQUIRE_TOOLS=1) but not found: %v", name, err)
-		}
-		t.Skipf("%s not installed", name)
-	}
-	return p
 }
 
 func ExampleWriter() {

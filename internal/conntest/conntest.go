@@ -4,12 +4,30 @@ package conntest
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/pcaptap"
 	"github.com/stretchr/testify/require"
 )
+
+// RecordExchange runs RDMAExchange with a pcaptap tap on the client and
+// returns the path of the finished capture, in t's temporary directory.
+func RecordExchange(t testing.TB) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "pair.pcap")
+	f, err := os.Create(file)
+	require.NoError(t, err)
+	tap, err := pcaptap.New(f)
+	require.NoError(t, err)
+	RDMAExchange(t, tap)
+	require.NoError(t, tap.Close())
+	require.NoError(t, f.Close())
+	return file
+}
 
 // RDMAExchange connects a client and a server over loopback with the tap on
 // the client, and runs an RDMA Write, an RDMA Read and a Send with CRC

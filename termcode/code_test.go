@@ -1,11 +1,9 @@
-package rdmap
+package termcode
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 
-	"github.com/iwarp-go/iwarp-go/ddp"
 	"github.com/stretchr/testify/require"
 )
 
@@ -13,7 +11,7 @@ import (
 // registries rdmap-errors, ddp-errors, mpa-errors) with a name fragment;
 // "ALL" types are probed with two codes.
 var registered = []struct {
-	code TermCode
+	code Code
 	name string
 }{
 	{0x0000, "Local Catastrophic Error"},
@@ -54,16 +52,16 @@ var registered = []struct {
 	{0x2007, "No matching RTR"},
 }
 
-func TestTermCode_IANARegistry(t *testing.T) {
+func TestCode_IANARegistry(t *testing.T) {
 	for _, r := range registered {
 		require.True(t, r.code.Defined(), "%#04x", uint16(r.code))
 		require.True(t, r.code.Known())
 		require.Contains(t, r.code.String(), r.name)
-		require.Contains(t, r.code.String(), fmt.Sprintf("(%d/%d/0x%02x)", r.code.Layer(), r.code.EType(), r.code.Code()))
+		require.Contains(t, r.code.String(), fmt.Sprintf("(%d/%d/0x%02x)", r.code.Layer(), r.code.EType(), r.code.ECode()))
 	}
 	n := 0
 	for c := 0; c <= 0xffff; c++ {
-		if TermCode(c).Defined() {
+		if Code(c).Defined() {
 			n++
 		}
 	}
@@ -71,57 +69,62 @@ func TestTermCode_IANARegistry(t *testing.T) {
 	require.Equal(t, 256+7+6+1+5+6+256+7, n, "no code is defined that the registry lacks")
 }
 
-func TestTermCode_Unregistered(t *testing.T) {
-	for _, c := range []TermCode{0x0105, 0x0202, 0x0200, 0x0300, 0x1001, 0x1105, 0x1200, 0x1207, 0x1400, 0x2000, 0x2008, 0x2102, 0x3000, 0xf102} {
+func TestCode_Constants(t *testing.T) {
+	for _, c := range []Code{
+		RDMAPLocalCatastrophic, RDMAPInvalidSTag, RDMAPBaseBounds, RDMAPAccessRights,
+		RDMAPSTagNotAssociated, RDMAPTOWrap, RDMAPProtCannotInvalidate, RDMAPProtUnspecified,
+		RDMAPInvalidVersion, RDMAPUnexpectedOpcode, RDMAPStreamCatastrophic,
+		RDMAPGlobalCatastrophic, RDMAPOpCannotInvalidate, RDMAPOpUnspecified,
+		DDPLocalCatastrophic, DDPTaggedInvalidSTag, DDPTaggedBaseBounds,
+		DDPTaggedSTagNotAssociated, DDPTaggedTOWrap, DDPTaggedVersion, DDPUntaggedInvalidQN,
+		DDPUntaggedNoBuffer, DDPUntaggedMSNRange, DDPUntaggedInvalidMO, DDPUntaggedTooLong,
+		DDPUntaggedVersion, MPAConnectionLost, MPACRC, MPAMarker, MPAInvalidFrame,
+		MPALocalCatastrophic, MPAInsufficientIRD, MPANoMatchingRTR,
+	} {
+		require.True(t, c.Defined(), "%#04x", uint16(c))
+	}
+	require.Equal(t, LLP, MPACRC.Layer())
+	require.Equal(t, "LLP MPA Error: MPA CRC Error (2/0/0x02)", MPACRC.String())
+	require.Equal(t, MPACRC.String(), MPACRC.Error())
+}
+
+func TestCode_Unregistered(t *testing.T) {
+	for _, c := range []Code{0x0105, 0x0202, 0x0200, 0x0300, 0x1001, 0x1105, 0x1200, 0x1207, 0x1400, 0x2000, 0x2008, 0x2102, 0x3000, 0xf102} {
 		require.False(t, c.Defined(), "%#04x", uint16(c))
 		require.NotPanics(t, func() { _ = c.String() })
 	}
-	require.Contains(t, TermCode(0x0202).String(), "unknown code")
-	require.Contains(t, TermCode(0x3102).String(), "layer 3")
-	require.Contains(t, TermCode(0x0402).String(), "unknown")
+	require.Contains(t, Code(0x0202).String(), "unknown code")
+	require.Contains(t, Code(0x3102).String(), "layer 3")
+	require.Contains(t, Code(0x0402).String(), "unknown")
 }
 
-func TestTermCode_HardwareMPAType3(t *testing.T) {
+func TestCode_HardwareMPAType3(t *testing.T) {
 	for code := uint8(1); code <= 7; code++ {
-		c := MakeTermCode(2, 3, code)
+		c := Make(LLP, 3, code)
 		require.False(t, c.Defined())
 		require.True(t, c.Known())
 		require.Contains(t, c.String(), "error type 3")
 	}
-	require.False(t, MakeTermCode(2, 3, 8).Known())
-	require.False(t, MakeTermCode(2, 1, 2).Known())
+	require.False(t, Make(LLP, 3, 8).Known())
+	require.False(t, Make(LLP, 1, 2).Known())
 }
 
-func TestTermCode_Parts(t *testing.T) {
-	c := MakeTermCode(1, 2, 0x05)
-	require.Equal(t, TermCode(0x1205), c)
-	require.Equal(t, uint8(1), c.Layer())
+func TestCode_Parts(t *testing.T) {
+	c := Make(DDP, 2, 0x05)
+	require.Equal(t, DDPUntaggedTooLong, c)
+	require.Equal(t, DDP, c.Layer())
 	require.Equal(t, uint8(2), c.EType())
-	require.Equal(t, uint8(5), c.Code())
-	require.Equal(t, TermCode(0xf3ab), MakeTermCode(0x1f, 0x13, 0xab), "nibbles are masked")
-	require.Equal(t, CodeDDPTooLong, TermCode(ddp.ErrUntaggedTooLong))
+	require.Equal(t, uint8(5), c.ECode())
+	require.Equal(t, "1/2/0x05", c.Triple())
+	require.Equal(t, Code(0xf3ab), Make(0x1f, 0x13, 0xab), "nibbles are masked")
 }
 
-type mpaLike struct{}
-
-func (mpaLike) Error() string         { return "mpa: bad CRC" }
-func (mpaLike) TerminateCode() uint16 { return 0x2002 }
-
-func TestTermCodeOf_Contract(t *testing.T) {
-	c, ok := TermCodeOf(fmt.Errorf("reading: %w", mpaLike{}))
+func TestOf(t *testing.T) {
+	c, ok := Of(fmt.Errorf("reading: %w", MPACRC))
 	require.True(t, ok)
-	require.Equal(t, CodeMPACRC, c)
-
-	c, ok = TermCodeOf(ddp.NewError(ddp.ErrUntaggedNoBuffer, nil, 0))
-	require.True(t, ok)
-	require.Equal(t, CodeDDPNoBuffer, c)
-
-	c, ok = TermCodeOf(NewError(ReadReqIRDExceeded, nil, 46, nil))
-	require.True(t, ok)
-	require.Equal(t, CodeStreamCatastrophic, c)
-
-	_, ok = TermCodeOf(errors.New("plain"))
+	require.Equal(t, MPACRC, c)
+	_, ok = Of(fmt.Errorf("plain"))
 	require.False(t, ok)
-	_, ok = TermCodeOf(nil)
+	_, ok = Of(nil)
 	require.False(t, ok)
 }

@@ -1,0 +1,201 @@
+package conn
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/iwarp-go/iwarp-go/stag"
+)
+
+// resolve checks sgl against the queue pair's PD and the rights need, and
+// takes a reference on each region. On failure no reference is kept.
+func (qp *QP) resolve(dst []sgeRef, sgl []SGE, need Access) (int, error) {
+	total := 0
+	for i, s := range sgl {
+		if s.MR == nil {
+			releaseRefs(dst[:i])
+			return 0, fmt.Errorf("%w: SGE %d has no memory region", ErrInvalidWR, i)
+		}
+		if s.Offset < 0 || s.Length < 0 {
+			releaseRefs(dst[:i])
+			return 0, fmt.Errorf("%w: SGE %d has a negative offset or length", ErrInvalidWR, i)
+		}
+		b, f := qp.pd.pd.CheckLocal(s.MR.r, uint64(s.Offset), uint64(s.Length), need)
+		if f != stag.OK {
+			releaseRefs(dst[:i])
+			return 0, fmt.Errorf("%w: SGE %d (%s, offset %d, length %d): %v", ErrInvalidWR, i, s.MR.r, s.Offset, s.Length, f)
+		}
+		if err := s.MR.r.Acquire(); err != nil {
+			releaseRefs(dst[:i])
+			return 0, fmt.Errorf("%w: SGE %d: %v", ErrInvalidWR, i, err)
+		}
+		dst[i] = sgeRef{region: s.MR.r, off: uint64(s.Offset), buf: b}
+		total += s.Length
+		if total > MaxMessage {
+			releaseRefs(dst[:i+1])
+			return 0, fmt.Errorf("%w: message longer than %d bytes", ErrInvalidWR, MaxMessage)
+		}
+	}
+	return total, nil
+}
+
+// PostRecv posts a receive buffer for one incoming Send. Receives may be
+// posted before the queue pair is connected.
+func (qp *QP) PostRecv(wr RecvWR) error {
+	qp.mu.Lock()
+	err := qp.postRecvLocked(&wr)
+	qp.mu.Unlock()
+	return err
+}
+
+// PostRecvBatch posts several receives and returns how many were posted.
+func (qp *QP) PostRecvBatch(wrs []RecvWR) (int, error) {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	for i := range wrs {
+		if err := qp.postRecvLocked(&wrs[i]); err != nil {
+			return i, err
+		}
+	}
+	return len(wrs), nil
+}
+
+func (qp *QP) postRecvLocked(wr *RecvWR) error {
+	if err := qp.postableLocked(); err != nil {
+		return err
+	}
+	if len(wr.SGL) > qp.caps.MaxRecvSGE {
+		return fmt.Errorf("%w: %d SGEs, the queue pair takes %d", ErrInvalidWR, len(wr.SGL), qp.caps.MaxRecvSGE)
+	}
+	if qp.rq.full() {
+		return ErrRQFull
+	}
+	refs := qp.rq.free()
+	n, err := qp.resolve(refs, wr.SGL, LocalWrite)
+	if err != nil {
+		return err
+	}
+	if err := qp.rcq.reserve(1); err != nil {
+		releaseRefs(refs[:len(wr.SGL)])
+		return err
+	}
+	qp.rq.push(recvWQE{id: wr.ID, nsge: len(wr.SGL), length: n})
+	return nil
+}
+
+// PostSend posts one send-queue work request. It never blocks on the network.
+func (qp *QP) PostSend(wr SendWR) error {
+	qp.mu.Lock()
+	idle := qp.sq.idle()
+	err := qp.postSendLocked(&wr)
+	e := qp.eng
+	qp.mu.Unlock()
+	if err == nil {
+		qp.send(e, idle)
+	}
+	return err
+}
+
+// PostSendBatch posts several work requests at once (one wake-up of the
+// transmitter) and returns how many were posted.
+func (qp *QP) PostSendBatch(wrs []SendWR) (int, error) {
+	qp.mu.Lock()
+	idle := qp.sq.idle()
+	var err error
+	n := 0
+	for n < len(wrs) {
+		if err = qp.postSendLocked(&wrs[n]); err != nil {
+			break
+		}
+		n++
+	}
+	e := qp.eng
+	qp.mu.Unlock()
+	if n > 0 {
+		qp.send(e, idle)
+	}
+	return n, err
+}
+
+// send gets newly posted work going. When the send queue was idle and the
+// transmit token is free, the posting goroutine frames the work and writes
+// what the socket takes without waiting (no goroutine hand-off, which is
+// most of a small message's latency); anything left, and every other case,
+// goes to the transmitter goroutine.
+//
+// Posts that follow each other closely (a stream) go to the transmitter
+// instead, which writes them with one writev: the first post after a
+// pause is sent at once, the rest are batched.
+func (qp *QP) send(e *engine, idle bool) {
+	if idle && e != nil {
+		now := nanotime()
+		if now-e.lastInline.Load() > inlineGap && e.txMu.TryLock() {
+			e.lastInline.Store(now)
+			e.transmitNow()
+			e.txMu.Unlock()
+			qp.deliver()
+			return
+		}
+	}
+	qp.kick()
+}
+
+// inlineGap is how long after an inline send the next post is batched
+// instead (nanoseconds): longer than back-to-back posts of a stream,
+// shorter than a round trip.
+const inlineGap = 8000
+
+var clockBase = time.Now()
+
+// nanotime is a monotonic clock reading in nanoseconds.
+func nanotime() int64 { return int64(time.Since(clockBase)) }
+
+func (qp *QP) postSendLocked(wr *SendWR) error {
+	if err := qp.postableLocked(); err != nil {
+		return err
+	}
+	op := wr.Op
+	if wr.Flags&Solicited != 0 {
+		switch op {
+		case OpSend:
+			op = OpSendSE
+		case OpSendInv:
+			op = OpSendSEInv
+		case OpSendSE, OpSendSEInv:
+		default:
+			return fmt.Errorf("%w: Solicited flag on %v", ErrInvalidWR, op)
+		}
+	}
+	if int(op) >= len(sendOps) {
+		return fmt.Errorf("%w: unknown operation %v", ErrInvalidWR, wr.Op)
+	}
+	if op == OpLocalInv && len(wr.SGL) != 0 {
+		return fmt.Errorf("%w: local invalidate takes no SGL", ErrInvalidWR)
+	}
+	if len(wr.SGL) > qp.caps.MaxSendSGE {
+		return fmt.Errorf("%w: %d SGEs, the queue pair takes %d", ErrInvalidWR, len(wr.SGL), qp.caps.MaxSendSGE)
+	}
+	if qp.sq.full() {
+		return ErrSQFull
+	}
+	refs := qp.sq.free()
+	n, err := qp.resolve(refs, wr.SGL, sendOps[op].need)
+	if err != nil {
+		return err
+	}
+	if err := qp.scq.reserve(1); err != nil {
+		releaseRefs(refs[:len(wr.SGL)])
+		return err
+	}
+	qp.sq.push(sendWQE{
+		id:      wr.ID,
+		op:      op,
+		wc:      sendOps[op].wc,
+		flags:   wr.Flags,
+		nsge:    len(wr.SGL),
+		length:  n,
+		remote:  wr.Remote,
+		invSTag: wr.InvSTag,
+	})
+	return nil
+}

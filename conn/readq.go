@@ -1,0 +1,166 @@
+package conn
+
+import (
+	"github.com/iwarp-go/iwarp-go/rdmap"
+	"github.com/iwarp-go/iwarp-go/stag"
+)
+
+// orqEntry is an RDMA Read Request this side sent and whose response it
+// expects. Its fields are set when the request is framed and do not change;
+// how much of the response has arrived is receive state (rxState.readGot),
+// owned by the receive token, since only the oldest entry receives.
+type orqEntry struct {
+	sqCtr    uint32 // send-queue counter of the Read work request
+	rtr      bool   // an RFC 6581 Read RTR: no work request behind it
+	sinkSTag uint32
+	sinkTO   uint64
+	size     uint32
+}
+
+// outboundReads is the outbound read queue (ORQ), bounded by the ORD in
+// use. Guarded by QP.mu: the transmit token holder pushes, the receive
+// token holder pops the head when its response is complete.
+type outboundReads struct {
+	ent        []orqEntry
+	head, tail uint32
+	limit      int
+}
+
+func newOutboundReads(limit int) outboundReads {
+	limit = max(limit, 1) // the Read RTR needs a slot even when ORD is 0
+	return outboundReads{ent: make([]orqEntry, limit), limit: limit}
+}
+
+func (q *outboundReads) outstanding() int { return int(q.tail - q.head) }
+func (q *outboundReads) full() bool       { return q.outstanding() >= q.limit }
+
+// oldest returns the entry whose response arrives next.
+func (q *outboundReads) oldest() (*orqEntry, bool) {
+	if q.head == q.tail {
+		return nil, false
+	}
+	return &q.ent[slot(q.head, len(q.ent))], true
+}
+
+func (q *outboundReads) push(e orqEntry) {
+	q.ent[slot(q.tail, len(q.ent))] = e
+	q.tail++
+}
+
+func (q *outboundReads) pop() {
+	q.ent[slot(q.head, len(q.ent))] = orqEntry{}
+	q.head++
+}
+
+// irqState is where an inbound Read Request is on its way to a response.
+type irqState uint8
+
+const (
+	irqFree    irqState = iota
+	irqHeld             // the region's hooks hold the response back (a persist first)
+	irqReady            // may be sent, in request order
+	irqSending          // the transmit token holder is framing its response
+)
+
+// irqEntry is a peer's RDMA Read Request waiting for its response. It holds
+// a remote reference on the region it reads (none for a zero-length Read),
+// dropped once the response's bytes have been written to the socket (or
+// the connection ended), so that invalidating the region can tell the
+// memory is still in use.
+type irqEntry struct {
+	state    irqState
+	gen      uint32 // tells a stale ReadRelease from the slot's current request
+	err      error  // set by a ReadRelease with an error: end the stream instead
+	region   *stag.Region
+	src      []byte
+	srcOff   int // of src in the region
+	sinkSTag uint32
+	sinkTO   uint64
+	// The request as received (DDP header and Read Request header), for a
+	// Terminate about it.
+	req [rdmap.ReadRequestHeaderLen]byte
+}
+
+// inboundReads is the inbound read queue (IRQ), bounded by the IRD this
+// side advertised. Guarded by QP.mu. Responses go out in request order:
+//
+//	[head, next)  the response is being framed (at most one entry)
+//	[next, tail)  queued: held or ready
+//
+// An entry leaves the queue (head advances, the IRD credit is free) when
+// its response's last segment has been framed; its region reference moves
+// to the transmitter's list of memory to release after the flush.
+type inboundReads struct {
+	ent              []irqEntry
+	head, next, tail uint32
+	limit            int
+	gen              uint32
+}
+
+func newInboundReads(limit int) inboundReads {
+	return inboundReads{ent: make([]irqEntry, max(limit, 1)), limit: limit}
+}
+
+func (q *inboundReads) outstanding() int { return int(q.tail - q.head) }
+func (q *inboundReads) full() bool       { return q.outstanding() >= q.limit }
+func (q *inboundReads) empty() bool      { return q.head == q.tail }
+func (q *inboundReads) at(c uint32) *irqEntry {
+	return &q.ent[slot(c, len(q.ent))]
+}
+
+// push queues a request; it returns its counter and generation.
+func (q *inboundReads) push(e irqEntry) (uint32, uint32) {
+	q.gen++
+	e.gen = q.gen
+	c := q.tail
+	*q.at(c) = e
+	q.tail++
+	return c, e.gen
+}
+
+// ready reports whether the next response may start.
+func (q *inboundReads) ready() bool {
+	return q.next != q.tail && q.at(q.next).state == irqReady
+}
+
+// startNext marks the next entry as being sent and returns it.
+func (q *inboundReads) startNext() (uint32, *irqEntry) {
+	c := q.next
+	q.next++
+	e := q.at(c)
+	e.state = irqSending
+	return c, e
+}
+
+// finish frees the entry c whose last segment has been framed and returns
+// the region reference it held, for release after the flush.
+func (q *inboundReads) finish(c uint32) *stag.Region {
+	e := q.at(c)
+	r := e.region
+	*e = irqEntry{}
+	q.head = c + 1
+	return r
+}
+
+// drop releases every entry's region reference and empties the queue
+// (the connection has ended).
+func (q *inboundReads) drop() {
+	for c := q.head; c != q.tail; c++ {
+		if e := q.at(c); e.region != nil {
+			e.region.ReleaseRemote()
+		}
+		*q.at(c) = irqEntry{}
+	}
+	q.head, q.next = q.tail, q.tail
+}
+
+// uses reports whether a queued or sending response reads region r, and
+// returns the first such request for a Terminate.
+func (q *inboundReads) uses(r *stag.Region) (*irqEntry, bool) {
+	for c := q.head; c != q.tail; c++ {
+		if e := q.at(c); e.region == r {
+			return e, true
+		}
+	}
+	return nil, false
+}

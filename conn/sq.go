@@ -1,0 +1,131 @@
+package conn
+
+import "github.com/iwarp-go/iwarp-go/stag"
+
+// sgeRef is an SGE resolved at post time: the bytes it names and the region
+// whose reference the work request holds until it completes.
+type sgeRef struct {
+	region *stag.Region
+	off    uint64 // offset of buf in the region
+	buf    []byte
+}
+
+func releaseRefs(refs []sgeRef) {
+	for i := range refs {
+		if refs[i].region != nil {
+			refs[i].region.Release()
+		}
+		refs[i] = sgeRef{}
+	}
+}
+
+// sgeSlots is the SGE storage of a ring of work requests: per SGEs for
+// each slot, allocated once.
+type sgeSlots struct {
+	refs []sgeRef
+	per  int
+}
+
+func newSGESlots(slots, per int) sgeSlots {
+	return sgeSlots{refs: make([]sgeRef, slots*per), per: per}
+}
+
+// all returns slot i's storage, for resolving a new work request into.
+func (s *sgeSlots) all(i int) []sgeRef { return s.refs[i*s.per : (i+1)*s.per] }
+
+// used returns the first n SGEs of slot i.
+func (s *sgeSlots) used(i, n int) []sgeRef { return s.refs[i*s.per : i*s.per+n] }
+
+// slot returns the ring position of counter n in a ring of size len.
+func slot(n uint32, size int) int { return int(n % uint32(size)) }
+
+type sendWQE struct {
+	id      uint64
+	op      Op
+	wc      WCOpcode // the opcode its completion reports
+	flags   SendFlags
+	nsge    int
+	length  int
+	remote  RemoteAddr
+	invSTag stag.STag
+	done    bool
+	status  WCStatus
+	err     error
+}
+
+// sendQueue is the ring of send work requests. It is guarded by QP.mu.
+// Counters run freely and wrap; head ≤ next ≤ tail in ring order:
+//
+//	[head, next)  started (framed or waiting for a response), not completed
+//	[next, tail)  posted, not started
+type sendQueue struct {
+	wqe              []sendWQE
+	sge              sgeSlots
+	head, next, tail uint32
+}
+
+func newSendQueue(depth, maxSGE int) sendQueue {
+	return sendQueue{wqe: make([]sendWQE, depth), sge: newSGESlots(depth, maxSGE)}
+}
+
+func (q *sendQueue) len() int           { return int(q.tail - q.head) }
+func (q *sendQueue) full() bool         { return q.len() == len(q.wqe) }
+func (q *sendQueue) idle() bool         { return q.next == q.tail }
+func (q *sendQueue) empty() bool        { return q.head == q.tail }
+func (q *sendQueue) pos(ctr uint32) int { return slot(ctr, len(q.wqe)) }
+
+// at returns the work request with counter ctr and its SGEs.
+func (q *sendQueue) at(ctr uint32) (*sendWQE, []sgeRef) {
+	i := q.pos(ctr)
+	w := &q.wqe[i]
+	return w, q.sge.used(i, w.nsge)
+}
+
+// free returns the SGE storage of the next free slot.
+func (q *sendQueue) free() []sgeRef { return q.sge.all(q.pos(q.tail)) }
+
+// push appends w, whose SGEs were resolved into free().
+func (q *sendQueue) push(w sendWQE) {
+	q.wqe[q.pos(q.tail)] = w
+	q.tail++
+}
+
+// peekNext returns the next work request to start; the queue must not be
+// idle.
+func (q *sendQueue) peekNext() *sendWQE { return &q.wqe[q.pos(q.next)] }
+
+// start moves the next work request into the started range.
+func (q *sendQueue) start() (ctr uint32, w *sendWQE, refs []sgeRef) {
+	ctr = q.next
+	q.next++
+	w, refs = q.at(ctr)
+	return ctr, w, refs
+}
+
+// popDone removes completed work requests from the head, in posting order,
+// handing each to complete before its slot is cleared.
+func (q *sendQueue) popDone(complete func(w *sendWQE, refs []sgeRef)) {
+	for q.head != q.next {
+		w, refs := q.at(q.head)
+		if !w.done {
+			return
+		}
+		complete(w, refs)
+		*w = sendWQE{}
+		q.head++
+	}
+}
+
+// flush removes every work request; those not done get status and err.
+func (q *sendQueue) flush(status WCStatus, err error, complete func(w *sendWQE, refs []sgeRef)) {
+	for q.head != q.tail {
+		w, refs := q.at(q.head)
+		if !w.done {
+			w.status, w.err = status, err
+		}
+		complete(w, refs)
+		*w = sendWQE{}
+		q.head++
+	}
+	q.next = q.tail
+}

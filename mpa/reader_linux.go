@@ -1,0 +1,81 @@
+package mpa
+
+import (
+	"errors"
+	"io"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// readvState is what a Reader on a socket needs for readv: the socket, the
+// two iovecs and the callback RawConn.Read runs (made once, so that a
+// direct read does not allocate).
+type readvState struct {
+	raw syscall.RawConn
+	iov [2]unix.Iovec
+	fn  func(fd uintptr) bool
+	n   int
+	err error
+}
+
+// initReadv enables readv when the underlying reader exposes its socket.
+func (r *Reader) initReadv() {
+	if sc, ok := r.r.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			r.rv.raw = rc
+			r.rv.fn = r.readvNow
+		}
+	}
+}
+
+// readDirect reads payload into p, bypassing the buffer; on a socket the
+// bytes after p land in the (empty) buffer in the same system call.
+func (r *Reader) readDirect(p []byte) (int, error) {
+	if r.rv.raw == nil {
+		return r.r.Read(p)
+	}
+	r.rp, r.wp = 0, 0
+	r.rv.iov[0] = unix.Iovec{Base: &p[0]}
+	r.rv.iov[0].SetLen(len(p))
+	r.rv.iov[1] = unix.Iovec{Base: &r.buf[0]}
+	r.rv.iov[1].SetLen(len(r.buf))
+	r.rv.n, r.rv.err = 0, nil
+	err := r.rv.raw.Read(r.rv.fn)
+	r.rv.iov[0] = unix.Iovec{} // do not keep the caller's memory reachable
+	if err == nil {
+		err = r.rv.err
+	}
+	if err != nil {
+		return 0, err
+	}
+	n := r.rv.n
+	if n == 0 {
+		return 0, io.EOF
+	}
+	if n > len(p) {
+		r.wp = n - len(p)
+		n = len(p)
+	}
+	return n, nil
+}
+
+// readvNow is RawConn.Read's callback: one readv, waiting (false) only
+// while the socket has nothing to read.
+func (r *Reader) readvNow(fd uintptr) bool {
+	for {
+		n, _, e := unix.Syscall(unix.SYS_READV, fd, uintptr(unsafe.Pointer(&r.rv.iov[0])), uintptr(len(r.rv.iov)))
+		switch {
+		case e == 0:
+			r.rv.n = int(n)
+		case errors.Is(e, unix.EINTR):
+			continue
+		case errors.Is(e, unix.EAGAIN):
+			return false
+		default:
+			r.rv.err = e
+		}
+		return true
+	}
+}

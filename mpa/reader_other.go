@@ -1,0 +1,14 @@
+//go:build !linux
+
+package mpa
+
+// readvState is empty where the Reader has no readv fast path: direct
+// payload reads are plain Reads into the destination.
+type readvState struct{}
+
+// initReadv has nothing to set up; it clears the state like the Linux
+// version sets it, so that the field is in use on every system.
+func (r *Reader) initReadv() { r.rv = readvState{} }
+
+// readDirect reads payload into p, bypassing the buffer.
+func (r *Reader) readDirect(p []byte) (int, error) { return r.r.Read(p) }
