@@ -21,8 +21,8 @@ var ErrPeerClosed = errors.New("iwarp: connection closed by the peer")
 var ErrConnectionLost = errors.New("iwarp: connection lost")
 
 const (
-	// fpduOverhead is what MPA adds to a ULPDU: length field, pad, CRC.
-	fpduOverhead = 2 + 3 + 4
+	// markerInterval is the distance between MPA markers (RFC 5044 §4.3).
+	markerInterval = 512
 	// Batch limits of one writev.
 	maxBatchFPDUs = 320
 	maxBatchBytes = 4 << 20
@@ -84,7 +84,7 @@ func newEngine(qp *QP, c net.Conn, res *mpa.Result, cfg *config, peerIsGo bool) 
 		peerIsGo: peerIsGo,
 		drained:  make(chan struct{}),
 	}
-	e.mulpdu = mulpduFor(c, cfg, peerIsGo)
+	e.mulpdu = mulpduFor(c, cfg, peerIsGo, res.SendMarkers)
 	e.rx.init(c, res)
 	e.tx.init(c, res)
 	ord := int(res.ORD)
@@ -102,23 +102,43 @@ func newEngine(qp *QP, c net.Conn, res *mpa.Result, cfg *config, peerIsGo bool) 
 	return e
 }
 
+// MULPDU bounds (RFC 5044 §3: "The range of MULPDU values MUST be between
+// 128 octets and 64768 octets, inclusive"; the sending DDP "MUST NOT post
+// a ULPDU larger than 64768 octets").
+const (
+	minMULPDU = 128
+	maxMULPDU = 64768
+	// The FPDU sizes WithMaxFPDU takes: those whose ULPDU falls in range.
+	minFPDU = 2 + minMULPDU + 2 + 4 // 136; pad keeps 2 + ULPDU a multiple of 4
+	maxFPDU = 2 + maxMULPDU + 2 + 4 // 64776
+)
+
 // mulpduFor picks the largest ULPDU to send: what the options say, else
-// 64 KiB-ish between iwarp-go peers, else what fits one TCP segment (siw's
-// rule: FPDU = MSS rounded down to 8).
-func mulpduFor(c net.Conn, cfg *config, peerIsGo bool) int {
+// the largest the RFC allows between iwarp-go peers, else what fits one
+// TCP segment (siw's rule: FPDU = MSS rounded down to 8). With markers the
+// FPDU on the wire grows by 4 octets every 512 (RFC 5044 §4.3), which the
+// size leaves room for.
+func mulpduFor(c net.Conn, cfg *config, peerIsGo, markers bool) int {
 	fpdu := cfg.maxFPDU
 	if fpdu == 0 {
 		if peerIsGo {
-			fpdu = mpa.MaxULPDU + fpduOverhead
+			fpdu = maxFPDU
 		} else if mss := tcpMSS(c); mss > 0 {
 			fpdu = mss &^ 7
 		} else {
-			fpdu = mpa.MaxULPDU + fpduOverhead
+			fpdu = maxFPDU
 		}
+	}
+	if markers {
+		fpdu -= 4 * (fpdu/markerInterval + 1)
 	}
 	// FPDU = 2 + ULPDU + pad + 4: keep 2+ULPDU a multiple of 4 (no pad).
 	ulpdu := (fpdu-4)&^3 - 2
-	return min(max(ulpdu, rdmap.ReadRequestHeaderLen+2), mpa.MaxULPDU)
+	limit := maxMULPDU
+	if markers {
+		limit = min(limit, mpa.MaxULPDUWithMarkers)
+	}
+	return min(max(ulpdu, minMULPDU), limit)
 }
 
 // start runs the engine's goroutines.

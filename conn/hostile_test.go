@@ -665,7 +665,7 @@ func TestHostile_InitiatorSetupTerminates(t *testing.T) {
 				c.Write(tc.reply)
 				u, err := mpa.NewReader(c, mpa.ReaderConfig{}).ReadFPDU(make([]byte, 256))
 				if err != nil {
-					got <- nil
+					got <- []byte("closed") // EOF or reset: no FPDU
 					return
 				}
 				got <- append([]byte(nil), u...)
@@ -678,7 +678,13 @@ func TestHostile_InitiatorSetupTerminates(t *testing.T) {
 			var coded termcode.Code
 			require.True(t, errors.As(err, &coded), "%v", err)
 			require.Equal(t, tc.cond.Code(), coded)
-			require.Equal(t, wantTerminate(tc.cond, nil, 0, nil), <-got)
+			if tc.cond == rdmap.InvalidMPAFrame {
+				// RFC 5044 §7.1.2 rule 3: an improperly formatted Reply
+				// closes the connection; no FPDU is sent.
+				require.Equal(t, "closed", string(<-got))
+			} else {
+				require.Equal(t, wantTerminate(tc.cond, nil, 0, nil), <-got)
+			}
 			<-ep.qp.Done()
 		})
 	}

@@ -229,12 +229,13 @@ func WithAcceptDowngrade() Option {
 }
 
 // WithMaxFPDU bounds the size of the FPDUs this side sends (MPA length field
-// to CRC, 64 to 65544 bytes). By default FPDUs fit the TCP maximum segment
+// to CRC, 136 to 64776 bytes: a ULPDU of 128 to 64768, the range RFC 5044
+// §3 gives the MULPDU). By default FPDUs fit the TCP maximum segment
 // size, or are as large as MPA allows when the peer is iwarp-go.
 func WithMaxFPDU(n int) Option {
 	return optionFunc(func(c *config) error {
-		if n < 64 || n > fpduOverhead+mpa.MaxULPDU {
-			return badOption("max FPDU %d: must be from 64 to %d", n, fpduOverhead+mpa.MaxULPDU)
+		if n < minFPDU || n > maxFPDU {
+			return badOption("max FPDU %d: must be from %d to %d (RFC 5044 §3: a ULPDU of 128 to 64768 octets)", n, minFPDU, maxFPDU)
 		}
 		c.maxFPDU = n
 		return nil

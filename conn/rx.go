@@ -65,7 +65,7 @@ type rxPending struct {
 	refX    *regionExt
 	refOff  int
 	refLen  int
-	store8  []byte // the 8 aligned bytes to store into (rx.word holds them)
+	store8  []byte  // the 8 aligned bytes to store into (rx.word holds them)
 	staged  *[]byte // a watched region's payload, copied in after the CRC
 	stageTo []byte
 }

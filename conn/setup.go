@@ -9,6 +9,7 @@ import (
 
 	"github.com/iwarp-go/iwarp-go/mpa"
 	"github.com/iwarp-go/iwarp-go/rdmap"
+	"github.com/iwarp-go/iwarp-go/termcode"
 )
 
 // Dial creates a queue pair in pd and connects it to addr as the MPA
@@ -89,8 +90,12 @@ func (qp *QP) client(ctx context.Context, c net.Conn, cfg *config) error {
 	res, err := mpa.Connect(ctx, c, &cfg.mpa, pd)
 	if err != nil {
 		var me *mpa.Error
-		if errors.As(err, &me) && me.Code != 0 {
-			// RFC 6581: the initiator reports a bad Reply with a Terminate.
+		if errors.As(err, &me) && me.Code != termcode.MPAInvalidFrame && me.Code != 0 {
+			// RFC 6581 §9.1, §9.2: an initiator that cannot meet the
+			// Reply's IRD/ORD or RTR reports it with a Terminate. A Reply
+			// that is not a valid frame is answered by closing the
+			// connection (RFC 5044 §7.1.2 rule 3): the peer may not even
+			// speak MPA.
 			sendSetupTerminate(c, me)
 		}
 		c.Close()

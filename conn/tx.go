@@ -30,8 +30,8 @@ type txState struct {
 	segPayload [][]byte
 	pieces     [][]byte
 	cur        txKind
-	curCtr     uint32 // SQ or IRQ counter of the current message
-	curX      *regionExt    // the region a Read Response reads, for fault containment
+	curCtr     uint32     // SQ or IRQ counter of the current message
+	curX       *regionExt // the region a Read Response reads, for fault containment
 	sendMSN    uint32
 	rreqMSN    uint32
 	preferIRQ  bool

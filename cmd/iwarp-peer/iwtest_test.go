@@ -293,9 +293,11 @@ func TestIwtest_Provoke(t *testing.T) {
 	for _, c := range []struct {
 		mode, code, cliArgs string
 	}{
-		{"access", "0x0102", "-D c2s"},
+		// A Write without remote write rights: DDP Invalid STag (RFC 5041
+		// §7.1 check 2; docs/rfc-notes/terminate.md WriteAccessRights).
+		{"access", "0x1100", "-D c2s"},
 		{"bounds", "0x1101", "-D c2s"},
-		{"access", "0x0102", "-D s2c"}, // the client is the sink
+		{"access", "0x1100", "-D s2c"}, // the client is the sink
 	} {
 		t.Run(c.mode+c.cliArgs, func(t *testing.T) {
 			srvArgs, cliArgs := "-S 4k --expect-error -t 10", "-T write -S 4k --expect-error -t 10 "+c.cliArgs
