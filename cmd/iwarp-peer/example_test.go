@@ -20,6 +20,7 @@ func Example() {
 	//   demo     client and server over loopback: Send/Receive, RDMA Write and Read, every byte verified
 	//   iwtest   the iwtest RDMA test peer (interop/siw/cprog/PROTOCOL.md), client or server
 	//   mpa-demo walk through MPA connection setup and FPDU framing over loopback TCP
+	//   perftest perftest's ib_*_bw/ib_*_lat over rdma_cm (-R), client or server
 	//   rping    rping-compatible client and server (rdma-core's rping over siw)
 	//
 	// Run 'iwarp-peer <command> -h' for a command's flags.
