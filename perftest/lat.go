@@ -56,25 +56,26 @@ type latRun struct {
 	wcs      [1]conn.WorkCompletion
 }
 
-// more reports whether message k (counted from 1) is still to be done and
-// records the time of a posting.
-func (l *latRun) more(k uint64) bool {
+// over reports whether the run has ended: scnt messages sent and rcnt
+// received of iters, or the duration has run out.
+func (l *latRun) over(scnt, rcnt uint64) bool {
 	if l.duration {
-		return !l.ph.at(now())
+		return l.ph.at(now())
 	}
-	return k <= l.iters
+	return scnt >= l.iters && rcnt >= l.iters
 }
 
-func (l *latRun) stamp() {
+// post records the time of posting message k (counted from 1), posts wr
+// on queue pair 0 and waits for its completion (every latency message is
+// signalled).
+func (l *latRun) post(ctx context.Context, wr *conn.SendWR, k uint64, what string) error {
 	if !l.duration {
 		l.posted = append(l.posted, now())
 	}
-}
-
-// waitSend waits for the signalled send work request of queue pair 0.
-func (l *latRun) waitSend(ctx context.Context, what string) error {
-	qp := l.s.qps[:1]
-	if _, err := l.w.wait(ctx, l.s.scq, l.wcs[:], qp, 0); err != nil {
+	if err := l.s.qps[0].PostSend(*wr); err != nil {
+		return fmt.Errorf("%w: posting %s %d: %w", ErrTest, what, k, err)
+	}
+	if _, err := l.w.wait(ctx, l.s.scq, l.wcs[:], l.s.qps[:1], 0); err != nil {
 		return err
 	}
 	return completion(&l.wcs[0], what)
@@ -94,13 +95,7 @@ func (l *latRun) write(ctx context.Context) error {
 		Remote: conn.RemoteAddr{STag: stagOf(d.RKey), TO: d.VAddr}}
 	l.ph = newPhases(s.s, now())
 	var scnt, rcnt uint64
-	for {
-		if l.duration && l.ph.at(now()) {
-			break
-		}
-		if !l.duration && scnt >= l.iters && rcnt >= l.iters {
-			break
-		}
+	for !l.over(scnt, rcnt) {
 		if (l.duration || rcnt < l.iters) && !(scnt < 1 && s.role == Server) {
 			rcnt++
 			want := byte(rcnt)
@@ -115,14 +110,10 @@ func (l *latRun) write(ctx context.Context) error {
 		if !(l.duration || scnt < l.iters) {
 			continue
 		}
-		l.stamp()
 		scnt++
 		// The previous Write has completed, so the source is free.
 		src.Bytes()[last] = byte(scnt)
-		if err := qp.PostSend(wr); err != nil {
-			return fmt.Errorf("%w: posting Write %d: %w", ErrTest, scnt, err)
-		}
-		if err := l.waitSend(ctx, "an RDMA Write"); err != nil {
+		if err := l.post(ctx, &wr, scnt, "RDMA Write"); err != nil {
 			return err
 		}
 		if l.ph.sampling {
@@ -135,17 +126,12 @@ func (l *latRun) write(ctx context.Context) error {
 // read is run_iter_lat: one RDMA Read at a time (the client only).
 func (l *latRun) read(ctx context.Context) error {
 	s := l.s
-	qp := s.qps[0]
 	d := s.proto.PeerDest(0)
 	wr := conn.SendWR{ID: 0, Op: conn.OpRead, Flags: conn.Signaled, SGL: []conn.SGE{s.bufs.data[0].SGE(0, l.size)},
 		Remote: conn.RemoteAddr{STag: stagOf(d.RKey), TO: d.VAddr}}
 	l.ph = newPhases(s.s, now())
-	for k := uint64(1); l.more(k); k++ {
-		l.stamp()
-		if err := qp.PostSend(wr); err != nil {
-			return fmt.Errorf("%w: posting Read %d: %w", ErrTest, k, err)
-		}
-		if err := l.waitSend(ctx, "an RDMA Read"); err != nil {
+	for k := uint64(1); !l.over(k-1, l.iters); k++ {
+		if err := l.post(ctx, &wr, k, "RDMA Read"); err != nil {
 			return err
 		}
 		if l.ph.sampling {
@@ -169,13 +155,7 @@ func (l *latRun) send(ctx context.Context) error {
 	var rw waiter
 	l.ph = newPhases(s.s, now())
 	var scnt, rcnt uint64
-	for {
-		if l.duration && l.ph.at(now()) {
-			break
-		}
-		if !l.duration && scnt >= l.iters && rcnt >= l.iters {
-			break
-		}
+	for !l.over(scnt, rcnt) {
 		if (l.duration || rcnt < l.iters) && !(scnt < 1 && s.role == Client) {
 			deadline := int64(0)
 			if l.duration {
@@ -204,12 +184,8 @@ func (l *latRun) send(ctx context.Context) error {
 		if !(l.duration || scnt < l.iters) {
 			continue
 		}
-		l.stamp()
 		scnt++
-		if err := qp.PostSend(wr); err != nil {
-			return fmt.Errorf("%w: posting Send %d: %w", ErrTest, scnt, err)
-		}
-		if err := l.waitSend(ctx, "a Send"); err != nil {
+		if err := l.post(ctx, &wr, scnt, "Send"); err != nil {
 			return err
 		}
 	}
