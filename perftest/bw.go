@@ -51,6 +51,7 @@ func (s *session) bwClient(ctx context.Context, size int) (BWReport, error) {
 		wrs[i] = conn.SendWR{ID: uint64(i), Op: op, SGL: sges[i : i+1]}
 	}
 	cqMod := uint64(st.cqMod)
+	what := "an RDMA " + op.String()
 	signaled := func(k uint64) bool { return k%cqMod == cqMod-1 || (!duration && k == iters-1) }
 	wcs := make([]conn.WorkCompletion, pollBatch)
 	var w waiter
@@ -127,7 +128,7 @@ func (s *session) bwClient(ctx context.Context, size int) (BWReport, error) {
 		}
 		tn = now()
 		for _, wc := range wcs[:got] {
-			if err := completion(&wc, "a "+op.String()); err != nil {
+			if err := completion(&wc, what); err != nil {
 				return BWReport{}, err
 			}
 			i := wc.ID
