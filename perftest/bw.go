@@ -34,14 +34,12 @@ func (s *session) bwClient(ctx context.Context, size int) (BWReport, error) {
 	ccnt := make([]uint64, n)
 	wrs := make([]conn.SendWR, n)
 	sges := make([]conn.SGE, n)
-	var op conn.Op
+	op, what := conn.OpSend, "a Send"
 	switch st.Test {
 	case WriteBW:
-		op = conn.OpWrite
+		op, what = conn.OpWrite, "an RDMA Write"
 	case ReadBW:
-		op = conn.OpRead
-	default:
-		op = conn.OpSend
+		op, what = conn.OpRead, "an RDMA Read"
 	}
 	remote := make([]conn.RemoteAddr, n)
 	for i := range n {
@@ -51,7 +49,6 @@ func (s *session) bwClient(ctx context.Context, size int) (BWReport, error) {
 		wrs[i] = conn.SendWR{ID: uint64(i), Op: op, SGL: sges[i : i+1]}
 	}
 	cqMod := uint64(st.cqMod)
-	what := "an RDMA " + op.String()
 	signaled := func(k uint64) bool { return k%cqMod == cqMod-1 || (!duration && k == iters-1) }
 	wcs := make([]conn.WorkCompletion, pollBatch)
 	var w waiter
