@@ -29,7 +29,7 @@ type pairResult struct {
 	clientOut, serverOut string
 }
 
-func runPair(t *testing.T, cfg Config) *pairResult {
+func runPair(t testing.TB, cfg Config) *pairResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
