@@ -63,9 +63,11 @@ func (s *session) bwClient(ctx context.Context, size int) (BWReport, error) {
 			break
 		}
 		posted := false
+		held := -1 // a queue pair the receiver's credit holds back
 		for i := range n {
 			for !over && scnt[i] < iters && scnt[i]-ccnt[i]+1 <= uint64(st.txDepth) {
 				if st.Test == SendBW && !windowOpen(scnt[i], loadCredit(s.bufs.credit, i*creditSlot), st.rxDepth) {
+					held = i
 					break
 				}
 				k := scnt[i]
@@ -90,34 +92,28 @@ func (s *session) bwClient(ctx context.Context, size int) (BWReport, error) {
 				posted = true
 			}
 		}
-		if totC == totS {
-			if posted {
-				continue
-			}
-			// Nothing in flight and nothing postable: a Send test waits
-			// for the receiver's credit.
-			i := 0
-			for k := range n {
-				if scnt[k] < iters {
-					i = k
-					break
-				}
-			}
-			deadline := int64(0)
-			if ph.on {
-				deadline = ph.next(now())
-			}
-			credit := func() bool {
-				return windowOpen(scnt[i], loadCredit(s.bufs.credit, i*creditSlot), st.rxDepth)
-			}
-			if err := spin(ctx, s.qps[i], credit, deadline); err != nil {
-				return BWReport{}, err
-			}
+		if posted && totC == totS {
 			continue
 		}
 		deadline := int64(0)
 		if ph.on {
 			deadline = ph.next(now())
+		}
+		if held >= 0 && s.scq.Len() == 0 {
+			// The credit holds a queue pair back, and the messages in
+			// flight may be unsignalled ones that complete nothing:
+			// watch the credit word and the completion queue at once,
+			// as perftest's polling loop does.
+			i := held
+			ready := func() bool {
+				return s.scq.Len() > 0 || windowOpen(scnt[i], loadCredit(s.bufs.credit, i*creditSlot), st.rxDepth)
+			}
+			if err := spin(ctx, s.qps[i], ready, deadline); err != nil {
+				return BWReport{}, err
+			}
+			if s.scq.Len() == 0 {
+				continue
+			}
 		}
 		got, err := w.wait(ctx, s.scq, wcs, s.qps, deadline)
 		if err != nil {

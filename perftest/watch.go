@@ -1,5 +1,3 @@
-//go:build conn_watched
-
 package perftest
 
 import (
@@ -33,5 +31,3 @@ func loadCredit(mr *conn.MR, off int) uint32 {
 	binary.NativeEndian.PutUint64(w[:], mr.LoadUint64(off))
 	return binary.LittleEndian.Uint32(w[:4])
 }
-
-const watchedSupported = true
