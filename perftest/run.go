@@ -138,21 +138,30 @@ func (w *waiter) wait(ctx context.Context, cq *conn.CQ, wcs []conn.WorkCompletio
 }
 
 // spin waits until cond holds, yielding between checks: the waits on
-// memory the peer's Writes fill (perftest busy-polls them).
+// memory the peer's Writes fill (perftest busy-polls them). After a
+// second without progress it checks once a millisecond: a wait that long
+// is no latency to measure, and the CPU is shared.
 func spin(ctx context.Context, qp *conn.QP, cond func() bool, deadline int64) error {
+	start := now()
+	slow := false
 	for i := 0; !cond(); i++ {
-		runtime.Gosched()
-		if i&1023 == 1023 {
-			select {
-			case <-qp.Done():
-				return qpFailed(qp, "waiting for the peer's Write")
-			case <-ctx.Done():
-				return ctx.Err()
-			default:
-			}
-			if deadline != 0 && now() >= deadline {
-				return nil
-			}
+		if !slow && i&255 != 255 {
+			runtime.Gosched()
+			continue
+		}
+		select {
+		case <-qp.Done():
+			return qpFailed(qp, "waiting for the peer's Write")
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		t := now()
+		if deadline != 0 && t >= deadline {
+			return nil
+		}
+		if slow = t-start > int64(time.Second); slow {
+			time.Sleep(time.Millisecond)
 		}
 	}
 	return nil
