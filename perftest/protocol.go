@@ -71,8 +71,8 @@ type Params struct {
 	Role Role
 	// QPs is the number of test connections (perftest's -q; default 1).
 	QPs int
-	// Sizes are the message sizes measured in turn: one size, or every
-	// power of two from 2 to 8 MiB for perftest's -a (AllSizes).
+	// Size is the message size (-s); with AllSizes (-a) every power of
+	// two from 2 bytes to 8 MiB is measured in turn instead.
 	Size     int
 	AllSizes bool
 	// CycleBuffer and CacheLineSize are this side's page size and cache
