@@ -317,9 +317,22 @@ func (s *session) dialTest(ctx context.Context, qp **conn.QP, caps conn.QPCaps, 
 }
 
 func (s *session) acceptTest(ctx context.Context, qp *conn.QP, opts []conn.Option) error {
+	// A client whose comm connection has gone will not connect.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.comm.qp.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	for {
 		req, err := s.src.AcceptRequest(ctx)
 		if err != nil {
+			if e := s.comm.qp.Err(); e != nil && ctx.Err() != nil {
+				err = fmt.Errorf("the comm connection closed: %w", e)
+			}
 			return fmt.Errorf("perftest: waiting for the test connection: %w", err)
 		}
 		if h := hostOf(req.RemoteAddr()); h != s.peerHost {

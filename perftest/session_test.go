@@ -206,3 +206,37 @@ func TestDialRefused(t *testing.T) {
 	require.Error(t, err)
 	require.False(t, errors.Is(err, context.DeadlineExceeded))
 }
+
+// TestServeClientGoneBeforeTestConnection: a client that leaves after the
+// comm connection's first exchanges does not keep the server waiting for
+// its test connection.
+func TestServeClientGoneBeforeTestConnection(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ln, err := conn.Listen(ctx, "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Serve(ctx, ln, conn.NewPD(), Config{Test: WriteBW, Iters: 10})
+		done <- err
+	}()
+	// A client that speaks the first five exchanges and then closes.
+	c, err := newComm(conn.NewPD(), Client)
+	require.NoError(t, err)
+	require.NoError(t, c.qp.Connect(ctx, "tcp", ln.Addr().String()))
+	p, err := NewProtocol(captureParams(WriteBW, Client))
+	require.NoError(t, err)
+	for p.Next().Kind == StepExchange {
+		st := p.Next()
+		in, err := c.exchange(ctx, st.What, st.Msg)
+		require.NoError(t, err)
+		require.NoError(t, p.Reply(in))
+	}
+	require.Equal(t, StepConnect, p.Next().Kind)
+	c.close()
+	start := time.Now()
+	err = <-done
+	require.ErrorContains(t, err, "waiting for the test connection")
+	assert.Less(t, time.Since(start), 5*time.Second)
+}

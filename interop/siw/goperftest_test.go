@@ -296,6 +296,9 @@ var ptTests = []string{"write_bw", "read_bw", "send_bw", "write_lat", "read_lat"
 // send_bw runs are captured and decoded (Sends and the receiver's credit
 // Writes, CRC as negotiated).
 func TestGoPerftest(t *testing.T) {
+	// One header capture for all cases (starting one per case costs half
+	// a second each); a failed case keeps its jobs' output.
+	scenario(t, 40*time.Minute)
 	for _, crc := range []bool{false, true} {
 		for _, test := range ptTests {
 			for _, goServer := range []bool{true, false} {
@@ -318,11 +321,24 @@ func TestGoPerftest(t *testing.T) {
 // TestGoPerftestAllSizes: write_bw -a -n 20, every size from 2 bytes to
 // 8 MiB, iwarp-go as the client of perftest's server.
 func TestGoPerftestAllSizes(t *testing.T) {
+	scenario(t, 10*time.Minute)
 	perftestCase(t, ptCase{test: "write_bw", all: true, iters: 20})
 }
 
+// scenarioCase is scenario for a case inside a scenario that already
+// records the headers: a time budget, and the case's guest jobs and host
+// output kept if it fails.
+func scenarioCase(t *testing.T, budget time.Duration) context.Context {
+	t.Helper()
+	t.Cleanup(func() { keepHostArtifacts(t) })
+	vm.Track(t)
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 func perftestCase(t *testing.T, c ptCase) {
-	ctx := scenario(t, 10*time.Minute)
+	ctx := scenarioCase(t, 10*time.Minute)
 	ini, resp := roles(c.goServer)
 	crcDesc := "off"
 	if c.crc {
