@@ -8,7 +8,7 @@ FUZZTIME ?= 60s
 # Library packages that must build, tests included, on every supported
 # system: `make vet` names each one, so a package that build tags leave empty
 # on some system fails there. Add every new library package here.
-PORTABLE_PKGS = ./mpa ./ddp ./rdmap ./stag ./termcode ./conn ./dissect ./pcaptap ./cmd/iwarp-peer
+PORTABLE_PKGS = ./mpa ./ddp ./rdmap ./stag ./termcode ./conn ./dissect ./pcaptap ./pmemsink ./pmemsink/crashsim ./rpma ./cmd/iwarp-peer
 # The GOOS/GOARCH pairs they support.
 PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 \
 	windows/amd64 windows/arm64 freebsd/amd64 freebsd/arm64
@@ -25,9 +25,10 @@ STATICCHECK ?= $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)/stat
 demo:
 	$(GO) run ./cmd/iwarp-peer demo
 
-# The README's test command: vet, every package's tests (seed corpora included)
-# under the race detector, then a short fuzz pass over every fuzz target.
-test: vet unit fuzz-short
+# The README's test command: vet (every supported system), staticcheck,
+# every package's tests (seed corpora included) under the race detector,
+# then a short fuzz pass over every fuzz target.
+test: vet staticcheck unit fuzz-short
 
 # go vet type-checks test files too, so this also proves every _test.go
 # compiles on each system.
@@ -42,7 +43,7 @@ vet:
 # The interop suite's files carry the "interop" build tag: checked in a
 # second pass.
 staticcheck:
-	@test -x $(STATICCHECK) || { echo "no $(STATICCHECK): run make staticcheck-install" >&2; exit 1; }
+	@test -x $(STATICCHECK) || $(MAKE) staticcheck-install
 	@rc=0; \
 	$(STATICCHECK) ./... || rc=1; \
 	$(STATICCHECK) -tags interop ./interop/... || rc=1; \

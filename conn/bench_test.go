@@ -32,13 +32,11 @@ func sizeName(n int) string {
 	return fmt.Sprintf("%dB", n)
 }
 
-const benchWindow = 64 // work requests in flight
-
 func benchPair(b *testing.B) (client, server *endpoint) {
 	return connectPair(b, pairConfig{caps: QPCaps{SendDepth: 256, RecvDepth: 256}})
 }
 
-// drive posts b.N work requests made by mk, keeping benchWindow in flight,
+// drive posts b.N work requests made by mk, keeping the send queue full,
 // signaling every 16th, and waits for all to complete.
 func drive(b *testing.B, ep *endpoint, mk func(i int) SendWR) {
 	wcs := make([]WorkCompletion, 64)

@@ -113,6 +113,7 @@ func (qp *QP) finishSendLocked(w *sendWQE, refs []sgeRef) {
 		QPN:    qp.qpn,
 		Status: w.status,
 		Op:     w.wc,
+		Flags:  w.wcFlags,
 		err:    w.err,
 	}
 	if w.status == WCSuccess {

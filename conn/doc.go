@@ -29,10 +29,44 @@
 // the payload straight into registered memory, verifies the CRC, and pushes
 // the completion. The transmitter frames send-queue messages and Read
 // Responses into batched writevs; MSNs are assigned under the lock that
-// orders bytes onto the socket. Close ends both goroutines and flushes
-// outstanding work with WCWRFlushErr completions; so does a peer's FIN,
-// reset or Terminate, which QP.Done and QP.Err report even when no work is
-// posted.
+// orders bytes onto the socket. Close ends both and flushes outstanding
+// work with WCWRFlushErr completions; so does a peer's FIN, reset or
+// Terminate, which QP.Done and QP.Err report even when no work is posted.
+//
+// # Locks and ownership
+//
+// Every piece of a connection's state has one owner:
+//
+//   - The receive token (a mutex): the FPDU reader, DDP receive state, the
+//     Send or Read Response being placed, and how much of the oldest Read
+//     Response has arrived. The receiver goroutine holds it while it reads;
+//     any goroutine that holds it may receive (a graceful Close whose
+//     receiver is running a completion handler does).
+//   - The transmit token (a mutex): the FPDU writer, the message being
+//     segmented, the Send and Read Request MSNs. The transmitter goroutine
+//     holds it, and so may a posting goroutine (inline sends, which never
+//     block), the receive token holder answering a Read Request, or Close.
+//   - QP.mu: the queue pair's state, the send queue, the receive queue, the
+//     outbound and inbound Read queues, completions waiting for a handler.
+//   - CQ.mu: the completion ring and its reservations.
+//   - A region's protection state is lock-free (package stag); a Watched
+//     region's bytes are guarded by its own lock during placement.
+//
+// The lock order is receive token → transmit token → QP.mu → CQ.mu; a
+// token is only ever taken with TryLock while a later one is held. When a
+// connection fails, whoever holds or next takes each token ends that
+// token's role; the last role to end flushes the queues and closes the
+// queue pair. Nothing waits for a particular goroutine, so a call that
+// ends the connection returns even when the goroutines that usually hold
+// the tokens are busy elsewhere.
+//
+// Completion handlers (WithCompletionHandler) run with no lock of the
+// library held, one at a time per queue pair, in order, in whichever
+// goroutine completed the work. A handler may call any method of the
+// library, Close and Deregister included; it must not block, since the
+// receiver or transmitter of its queue pair may be the goroutine running
+// it. Close called from a handler (or while one runs) returns without
+// waiting for that handler; the flushed completions follow when it returns.
 //
 // # Memory model
 //
@@ -46,6 +80,25 @@
 // completion. Conversely, the program may reuse memory once it has told the
 // peer so through a later post on the same queue pair: the placements that
 // follow are ordered after that post.
+//
+// # What iWARP does that a verbs programmer may not expect
+//
+// iWARP has no receiver-not-ready retry and no remote acknowledgement of a
+// message: a Send or an RDMA Write completes successfully as soon as it has
+// been handed to TCP. So:
+//
+//   - A Send that arrives when the peer has no receive posted completes
+//     successfully here, and the peer then ends the connection with a
+//     Terminate ("no buffer available"): Done fires, later work is flushed.
+//     Post receives before the peer may send, and keep them posted.
+//   - An RDMA Write to a region the peer did not open for remote writing
+//     (or to an unknown or invalidated STag, or out of its bounds) also
+//     completes successfully here, then ends the connection the same way.
+//   - Only an RDMA Read waits for the peer: an access error there completes
+//     the Read with WCRemAccessErr (wc.Err wraps the peer's Terminate).
+//
+// The memory of a Send or Write may be reused once it completes, but its
+// arrival at the peer is known only from a later message of the peer's.
 //
 // # Interoperability
 //

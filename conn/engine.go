@@ -1,7 +1,9 @@
 package conn
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -43,6 +45,7 @@ type engine struct {
 	c        net.Conn
 	res      *mpa.Result
 	peerIsGo bool
+	flushExt bool // both sides declared the Flush extension
 	mulpdu   int
 
 	rxMu sync.Mutex // the receive token
@@ -74,18 +77,26 @@ type engine struct {
 	// placing is the region the receive token holder is placing into (it
 	// holds a remote reference on it), published for revokeRemote.
 	placing atomic.Pointer[stag.Region]
+
+	log   *slog.Logger          // nil: no tracing
+	onEnd func(net.Addr, error) // the listener that accepted it, told at the end
+	idle  time.Duration         // WithIdleTimeout; 0: never
+	act   atomic.Int64          // nanotime of the last FPDU sent or received (idle only)
+	idleT *time.Timer
 }
 
-func newEngine(qp *QP, c net.Conn, res *mpa.Result, cfg *config, peerIsGo bool) *engine {
+func newEngine(qp *QP, c net.Conn, res *mpa.Result, cfg *config, peer peerInfo) *engine {
+	peerIsGo := peer.isGo
 	e := &engine{
 		qp:       qp,
 		c:        c,
 		res:      res,
 		peerIsGo: peerIsGo,
+		flushExt: peer.flush(),
 		drained:  make(chan struct{}),
 	}
 	e.mulpdu = mulpduFor(c, cfg, peerIsGo, res.SendMarkers)
-	e.rx.init(c, res)
+	e.rx.init(c, res, e.flushExt)
 	e.tx.init(c, res)
 	ord := int(res.ORD)
 	if !res.IRDORDKnown {
@@ -99,6 +110,7 @@ func newEngine(qp *QP, c net.Conn, res *mpa.Result, cfg *config, peerIsGo bool) 
 	e.irq = newInboundReads(ird)
 	e.release = make([]*stag.Region, 0, max(ird, 1))
 	e.rx.sendRTRWait = res.Role == mpa.Responder && res.P2P && res.RTR == mpa.RTRSend
+	e.log, e.idle = cfg.logger, cfg.idleTimeout
 	return e
 }
 
@@ -144,8 +156,39 @@ func mulpduFor(c net.Conn, cfg *config, peerIsGo, markers bool) int {
 // start runs the engine's goroutines.
 func (e *engine) start() {
 	e.qp.pd.track(e)
+	if e.idle > 0 {
+		e.act.Store(nanotime())
+		e.idleT = time.AfterFunc(e.idle, e.checkIdle)
+	}
+	if e.log != nil {
+		r := e.res
+		e.log.LogAttrs(context.Background(), slog.LevelInfo, "iwarp: connected",
+			slog.Uint64("qpn", uint64(e.qp.qpn)), slog.String("remote", addrString(e.c.RemoteAddr())),
+			slog.String("role", r.Role.String()), slog.Bool("crc", r.CRC), slog.Bool("iwarp_go_peer", e.peerIsGo),
+			slog.Int("ird", e.irq.limit), slog.Int("ord", e.orq.limit), slog.Int("mulpdu", e.mulpdu))
+	}
 	go e.transmitter()
 	go e.receiver()
+}
+
+// ErrIdleTimeout is QP.Err after WithIdleTimeout closed a connection on
+// which nothing was sent or received for that long.
+var ErrIdleTimeout = errors.New("iwarp: connection idle for longer than its idle timeout")
+
+// active notes traffic for the idle timeout.
+func (e *engine) active() {
+	if e.idle > 0 {
+		e.act.Store(nanotime())
+	}
+}
+
+func (e *engine) checkIdle() {
+	quiet := time.Duration(nanotime() - e.act.Load())
+	if quiet >= e.idle {
+		e.fail(ErrIdleTimeout, nil)
+		return
+	}
+	e.idleT.Reset(e.idle - quiet)
 }
 
 // fail ends the connection because of cause. With term set, the Terminate
@@ -169,6 +212,10 @@ func (e *engine) failWithin(cause error, term *rdmap.Terminate, grace time.Durat
 	e.term = term
 	e.dead.Store(true)
 	qp.mu.Unlock()
+	if e.log != nil {
+		e.log.LogAttrs(context.Background(), slog.LevelInfo, "iwarp: connection ending",
+			slog.Uint64("qpn", uint64(qp.qpn)), slog.String("cause", cause.Error()), slog.Bool("terminate", term != nil))
+	}
 	if term == nil {
 		e.c.Close() // nothing will be sent: cut every read and write now
 	} else {
@@ -246,7 +293,10 @@ func (e *engine) endTxLocked() {
 	if term != nil {
 		var sendErr error
 		if atBoundary {
-			sendErr = e.tx.sendTerminate(e.c, term)
+			if sendErr = e.tx.sendTerminate(e.c, term); sendErr == nil {
+				qp.stats.termTx.add(term.Code)
+				qp.stats.countTx(rdmap.OpTerminate, term.Len())
+			}
 		} else {
 			sendErr = errMidFPDU
 		}
@@ -323,12 +373,25 @@ func (e *engine) finish() {
 	if e.txTimer != nil {
 		e.txTimer.Stop()
 	}
+	if e.idleT != nil {
+		e.idleT.Stop()
+	}
 	qp.mu.Lock()
 	e.releaseTxRegionsLocked()
 	qp.flushLocked(qp.err)
 	qp.setState(stateClosed, qp.err)
+	err := qp.err
 	qp.mu.Unlock()
+	qp.stats.closed.Add(1)
 	qp.pd.untrack(e)
+	qp.pd.dev.closedQP(qp)
+	if e.log != nil {
+		e.log.LogAttrs(context.Background(), slog.LevelInfo, "iwarp: closed",
+			slog.Uint64("qpn", uint64(qp.qpn)), slog.String("reason", err.Error()))
+	}
+	if e.onEnd != nil {
+		e.onEnd(e.c.RemoteAddr(), err)
+	}
 }
 
 // signalDrained tells a graceful Close that the send side is idle. Called

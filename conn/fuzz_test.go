@@ -83,8 +83,13 @@ func frameULPDUs(data []byte) []byte {
 	return out
 }
 
-func fuzzSeed(ulpdus ...[]byte) []byte {
-	b := []byte{1} // framed mode
+func fuzzSeed(ulpdus ...[]byte) []byte { return fuzzSeedMode(1, ulpdus...) }
+
+// fuzzSeedMode is fuzzSeed with the mode byte: bit 0 framed, bits 1–2 the
+// peer-to-peer RTR type (0 none, 1 Write, 2 Read, 3 Send), bit 3 an
+// iwarp-go peer (its trailer: the Flush extension on).
+func fuzzSeedMode(mode byte, ulpdus ...[]byte) []byte {
+	b := []byte{mode}
 	for _, u := range ulpdus {
 		b = append(b, byte(len(u)))
 		b = append(b, u...)
@@ -114,6 +119,16 @@ func FuzzReceivePath(f *testing.F) {
 	f.Add(fuzzSeed(append([]byte{0x41, 0x47, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0}, 0x11, 0, 3, 0)))
 	f.Add([]byte{0, 0xff, 0xff, 0x41, 0x43})
 	f.Add([]byte{0, 0x00, 0x04, 0xc1, 0x40, 0, 0})
+	// Every RTR type, right and wrong (a Send RTR without L was once a
+	// crash of the process), and the Flush extension.
+	rtrSend := uSend(rdmap.OpSend, true, 0, 0, 1, 0, nil)
+	f.Add(fuzzSeedMode(1|1<<1, uTagged(rdmap.OpWrite, true, 1, 0, nil), uTagged(rdmap.OpWrite, true, rw, 0, payload)))
+	f.Add(fuzzSeedMode(1|2<<1, uReadReq(1, 0, rdmap.ReadRequestFields{SinkSTag: 1, SrcSTag: 1})))
+	f.Add(fuzzSeedMode(1|3<<1, rtrSend, uSend(rdmap.OpSend, true, 0, 0, 2, 0, payload)))
+	f.Add(fuzzSeedMode(1|3<<1, uSend(rdmap.OpSend, false, 0, 0, 1, 0, nil), uSend(rdmap.OpSend, true, 0, 0, 1, 0, payload)))
+	f.Add(fuzzSeedMode(1|1<<1|1<<3, uTagged(rdmap.OpWrite, true, rw, 0, payload),
+		rdmap.AppendFlushRequest(nil, 1, rdmap.FlushRequestFields{ID: 1, STag: rw, Length: 16, Placement: rdmap.PlaceVisibility | rdmap.PlacePersistence})))
+	f.Add(fuzzSeedMode(1|1<<3, rdmap.AppendFlushResponse(nil, 1, rdmap.FlushResponseFields{ID: 1})))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 {
@@ -136,10 +151,21 @@ func FuzzReceivePath(f *testing.F) {
 		defer cancel()
 		a, b := net.Pipe()
 		defer a.Close()
+		mode := data[0]
+		peerCfg := mpa.Config{Revision: 2, CRC: mpa.CRCOff, IRD: 1, ORD: 1}
+		serverOpts := []Option{WithCRC(CRCOff), WithIRDORD(1, 1)}
+		if rtr := [...]mpa.RTR{0, mpa.RTRWrite, mpa.RTRRead, mpa.RTRSend}[mode>>1&3]; rtr != 0 {
+			peerCfg.P2P, peerCfg.RTR = true, rtr
+			serverOpts = append(serverOpts, WithP2P(RTR(rtr)))
+		}
+		var trailer []byte
+		if mode&(1<<3) != 0 {
+			trailer = appendPeerTrailer(nil)
+		}
 		drained := make(chan struct{})
 		go func() {
 			defer close(drained)
-			if _, err := mpa.Connect(ctx, a, &mpa.Config{CRC: mpa.CRCOff, IRD: 1, ORD: 1}, nil); err != nil {
+			if _, err := mpa.Connect(ctx, a, &peerCfg, trailer); err != nil {
 				return
 			}
 			go func() { // the raw peer writes while it reads what comes back
@@ -152,7 +178,7 @@ func FuzzReceivePath(f *testing.F) {
 			}()
 			io.Copy(io.Discard, a)
 		}()
-		cr, err := Server(ctx, b, WithCRC(CRCOff), WithIRDORD(1, 1))
+		cr, err := Server(ctx, b, serverOpts...)
 		if err != nil {
 			t.Fatal(err)
 		}

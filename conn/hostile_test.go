@@ -49,7 +49,6 @@ type hostileServer struct {
 	ro    *MR // RemoteRead only
 	recv  *MR // receive buffer
 	other *MR // remote-writable, in another PD of the same device
-	big   *MR // optional large RemoteRead region
 }
 
 func newHostileServer(t *testing.T, opts ...Option) *hostileServer {
@@ -261,7 +260,7 @@ func hostileCases() []hostileCase {
 		{name: "DDPVersionUntagged", cond: rdmap.DDPVersionUntagged, run: func(s *hostileServer, p *rawPeer) ([]byte, int, []byte) {
 			s.qp.PostRecv(RecvWR{SGL: []SGE{s.recv.SGE(0, regionLen)}})
 			u := uSend(rdmap.OpSend, true, 0, 0, 1, 0, payload)
-			u[0] = u[0]&^3 | 0
+			u[0] &^= 3 // DDP version 0
 			h, n := offending(s, p, u)
 			return h, n, nil
 		}},
@@ -642,7 +641,7 @@ func TestHostile_InitiatorSetupTerminates(t *testing.T) {
 	}{
 		{"InvalidMPAFrame", rdmap.InvalidMPAFrame, append([]byte("MPA ID Bad Frame"), 0x10, 2, 0, 4, 0, 16, 0, 16), nil},
 		{"InsufficientIRD", rdmap.InsufficientIRD, append([]byte(mpa.ReplyKey), 0x10, 2, 0, 4, 0, 16, 0, 64), []Option{WithIRDORD(16, 16), WithoutP2P()}},
-		{"NoMatchingRTR", rdmap.NoMatchingRTR, append([]byte(mpa.ReplyKey), 0x10, 2, 0, 4, 0x80, 16, 0x40, 16), []Option{WithP2P(RTRWrite)}},
+		{"NoMatchingRTR", rdmap.NoMatchingRTR, append([]byte(mpa.ReplyKey), 0x10, 2, 0, 4, 0x80, 0, 0x40, 16), []Option{WithP2P(RTRWrite)}}, // Read named, responder IRD 0: no RTR the initiator can send (RFC 6581 §9.2)
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkLeaks(t)

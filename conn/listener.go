@@ -15,23 +15,61 @@ import (
 
 // Listener accepts iWARP connections: it accepts TCP connections, reads
 // each one's MPA Request (bounded by the setup timeout, concurrently, so a
-// slow or silent peer holds up nobody) and hands the requests to
+// slow or silent peer holds up nobody) and queues the requests for
 // AcceptRequest.
+//
+// What a burst of hostile clients can take is bounded by options with
+// defaults: MPA Requests read at once (WithMaxHandshakes), requests
+// waiting for AcceptRequest (WithBacklog) and how long they wait
+// (WithRequestTimeout: a request that waits longer is dropped), connections
+// from the listener alive at once (WithMaxConnections, unlimited by
+// default), and protection failures per remote address
+// (WithProtectionFailureLimit). A queued request whose initiator closes or
+// resets its connection, or sends anything before the Reply, is dropped at
+// once: AcceptRequest hands out only live ones.
 type Listener struct {
 	ln   net.Listener
 	base config
 
-	reqs   chan *ConnRequest
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 	sem    chan struct{} // bounds handshakes in progress
 	wg     sync.WaitGroup
 	once   sync.Once
+	log    *limitedLog
+	guard  *protectionGuard
+
+	mu    sync.Mutex
+	queue []*ConnRequest // waiting for AcceptRequest, oldest first
+	live  int            // accepted connections not yet ended
+	ready chan struct{}  // capacity 1: the queue became non-empty
+	stats ListenerStats
 }
 
+// ListenerStats counts what a listener turned away.
+type ListenerStats struct {
+	Accepted          uint64 // TCP connections accepted
+	HandshakesRefused uint64 // closed at once: too many MPA Requests being read
+	ConnectionsCapped uint64 // closed at once: WithMaxConnections reached
+	AddressBlocked    uint64 // closed at once: the address exceeded its protection-failure limit
+	BadRequests       uint64 // no valid MPA Request within the setup timeout
+	BacklogFull       uint64 // a valid Request with the backlog full
+	Dead              uint64 // queued requests whose initiator went away or spoke first
+	Expired           uint64 // queued requests older than the request timeout
+}
+
+// Stats returns the listener's counters.
+func (l *Listener) Stats() ListenerStats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stats
+}
+
+// Listener defaults.
 const (
-	listenBacklog       = 128
-	maxPendingHandshake = 1024
+	DefaultBacklog        = 1024
+	DefaultMaxHandshakes  = 1024
+	DefaultRequestTimeout = 10 * time.Second
 )
 
 // ErrListenerClosed is returned by AcceptRequest after Close.
@@ -64,10 +102,12 @@ func NewListener(ln net.Listener, opts ...Option) (*Listener, error) {
 
 func newListener(ln net.Listener, cfg config) *Listener {
 	l := &Listener{
-		ln:   ln,
-		base: cfg,
-		reqs: make(chan *ConnRequest, listenBacklog),
-		sem:  make(chan struct{}, maxPendingHandshake),
+		ln:    ln,
+		base:  cfg,
+		sem:   make(chan struct{}, cfg.maxHandshakes),
+		ready: make(chan struct{}, 1),
+		log:   newLimitedLog(cfg.logger),
+		guard: newProtectionGuard(cfg.protFailures, cfg.protWindow),
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.wg.Add(1)
@@ -101,10 +141,17 @@ func (l *Listener) acceptLoop() {
 			}
 			continue
 		}
+		if why := l.admit(c); why != "" {
+			l.log.refused(c.RemoteAddr(), why)
+			c.Close()
+			continue
+		}
 		select {
 		case l.sem <- struct{}{}:
 		default:
-			c.Close() // too many handshakes in progress
+			l.count(func(s *ListenerStats) { s.HandshakesRefused++ })
+			l.log.refused(c.RemoteAddr(), "too many MPA Requests being read")
+			c.Close()
 			continue
 		}
 		l.wg.Add(1)
@@ -112,19 +159,123 @@ func (l *Listener) acceptLoop() {
 	}
 }
 
+// admit decides at once whether a new TCP connection may go on; it returns
+// why not.
+func (l *Listener) admit(c net.Conn) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stats.Accepted++
+	if l.guard.blocked(c.RemoteAddr(), time.Now()) {
+		l.stats.AddressBlocked++
+		return "address over its protection-failure limit"
+	}
+	if max := l.base.maxConns; max > 0 && l.live+len(l.queue) >= max {
+		l.stats.ConnectionsCapped++
+		return fmt.Sprintf("%d connections already", max)
+	}
+	return ""
+}
+
+func (l *Listener) count(f func(*ListenerStats)) {
+	l.mu.Lock()
+	f(&l.stats)
+	l.mu.Unlock()
+}
+
+// handshake reads the MPA Request, queues it, then watches the queued
+// connection until AcceptRequest takes it, the initiator goes away, or it
+// has waited too long.
 func (l *Listener) handshake(c net.Conn) {
 	defer l.wg.Done()
-	defer func() { <-l.sem }()
 	cr, err := serve(l.ctx, c, l.base)
+	<-l.sem // the Request is read: the handshake slot is free
 	if err != nil {
+		l.count(func(s *ListenerStats) { s.BadRequests++ })
+		l.log.refused(c.RemoteAddr(), err.Error())
 		c.Close()
 		return
 	}
-	select {
-	case l.reqs <- cr:
-	case <-l.ctx.Done():
+	cr.l = l
+	cr.watched = make(chan struct{})
+	l.mu.Lock()
+	if len(l.queue) >= l.base.backlog || l.ctx.Err() != nil {
+		l.stats.BacklogFull++
+		l.mu.Unlock()
+		l.log.refused(c.RemoteAddr(), "backlog full")
 		c.Close()
+		return
 	}
+	cr.queuedAt = time.Now()
+	// The age limit is set before the request can be taken, so that
+	// take's cut (a deadline of now) always comes after it.
+	cr.c.SetReadDeadline(cr.queuedAt.Add(l.base.requestTimeout))
+	l.queue = append(l.queue, cr)
+	l.mu.Unlock()
+	select {
+	case l.ready <- struct{}{}:
+	default:
+	}
+	cr.watch()
+}
+
+// watch waits, with a read that the initiator may not satisfy before the
+// Reply, until AcceptRequest takes the request (it cuts the read short),
+// the initiator closes, resets or speaks first, the request times out, or
+// the listener closes. Whoever settles the request's owner first wins.
+func (cr *ConnRequest) watch() {
+	defer close(cr.watched)
+	var one [1]byte
+	n, err := cr.c.Read(one[:])
+	if !cr.owner.CompareAndSwap(reqQueued, reqDropped) {
+		cr.watchN, cr.watchErr = n, err // AcceptRequest took it: it judges
+		return
+	}
+	l := cr.l
+	l.mu.Lock()
+	for i, q := range l.queue {
+		if q == cr {
+			l.queue = append(l.queue[:i], l.queue[i+1:]...)
+			break
+		}
+	}
+	var ne net.Error
+	timedOut := errors.As(err, &ne) && ne.Timeout()
+	if timedOut {
+		l.stats.Expired++
+	} else {
+		l.stats.Dead++
+	}
+	l.mu.Unlock()
+	if timedOut {
+		l.log.refused(cr.c.RemoteAddr(), "request not accepted in time")
+	}
+	cr.c.Close()
+}
+
+// Owner states of a queued request.
+const (
+	reqQueued  int32 = iota
+	reqTaken         // by AcceptRequest
+	reqDropped       // by its watcher
+)
+
+// take claims cr for AcceptRequest; false if it is dead or gone. Called
+// without l.mu.
+func (cr *ConnRequest) take() bool {
+	if !cr.owner.CompareAndSwap(reqQueued, reqTaken) {
+		return false
+	}
+	cr.c.SetReadDeadline(time.Now()) // end the watch
+	<-cr.watched
+	var ne net.Error
+	alive := cr.watchN == 0 && (cr.watchErr == nil || errors.As(cr.watchErr, &ne) && ne.Timeout())
+	if !alive {
+		cr.l.count(func(s *ListenerStats) { s.Dead++ })
+		cr.c.Close()
+		return false
+	}
+	cr.c.SetReadDeadline(time.Time{})
+	return true
 }
 
 // serve reads the MPA Request on c.
@@ -139,20 +290,43 @@ func serve(ctx context.Context, c net.Conn, cfg config) (*ConnRequest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("iwarp: reading the MPA request: %w", err)
 	}
-	app, isGo := splitPeerTrailer(req.Frame.PrivateData)
-	return &ConnRequest{c: c, req: req, cfg: cfg, privateData: app, peerIsGo: isGo}, nil
+	app, peer := splitPeerTrailer(req.Frame.PrivateData)
+	return &ConnRequest{c: c, req: req, cfg: cfg, privateData: app, peer: peer}, nil
 }
 
-// AcceptRequest waits for the next connection request. The caller inspects
-// it (PrivateData) and must call Accept or Reject.
+// AcceptRequest waits for the next connection request, the oldest live
+// one first. The caller inspects it (PrivateData) and must call Accept or
+// Reject.
 func (l *Listener) AcceptRequest(ctx context.Context) (*ConnRequest, error) {
-	select {
-	case cr := <-l.reqs:
-		return cr, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-l.ctx.Done():
-		return nil, ErrListenerClosed
+	for {
+		l.mu.Lock()
+		var cr *ConnRequest
+		if len(l.queue) > 0 {
+			cr = l.queue[0]
+			l.queue[0] = nil
+			l.queue = l.queue[1:]
+		}
+		more := len(l.queue) > 0
+		l.mu.Unlock()
+		if more {
+			select {
+			case l.ready <- struct{}{}:
+			default:
+			}
+		}
+		if cr != nil {
+			if cr.take() {
+				return cr, nil
+			}
+			continue
+		}
+		select {
+		case <-l.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-l.ctx.Done():
+			return nil, ErrListenerClosed
+		}
 	}
 }
 
@@ -173,17 +347,27 @@ func (l *Listener) Close() error {
 	l.once.Do(func() {
 		l.cancel()
 		err = l.ln.Close()
-		l.wg.Wait()
-		for {
-			select {
-			case cr := <-l.reqs:
-				cr.c.Close()
-			default:
-				return
-			}
+		l.mu.Lock()
+		q := l.queue
+		l.queue = nil
+		l.mu.Unlock()
+		for _, cr := range q {
+			cr.c.Close() // its watcher ends
 		}
+		l.wg.Wait()
 	})
 	return err
+}
+
+// ended is told when a connection accepted from the listener ended.
+func (l *Listener) ended(remote net.Addr, err error) {
+	l.mu.Lock()
+	l.live--
+	blocked := l.guard.note(remote, err, time.Now())
+	l.mu.Unlock()
+	if blocked {
+		l.log.blocked(remote, l.guard.limit, l.guard.window)
+	}
 }
 
 // Server reads an MPA Request on an established connection c (the
@@ -203,8 +387,16 @@ type ConnRequest struct {
 	req         *mpa.Request
 	cfg         config
 	privateData []byte
-	peerIsGo    bool
+	peer        peerInfo
 	used        atomic.Bool
+
+	// Set for requests a Listener queued.
+	l        *Listener
+	queuedAt time.Time
+	owner    atomic.Int32
+	watched  chan struct{} // closed when the watcher is done
+	watchN   int           // what the watch read saw, for take
+	watchErr error
 }
 
 // ErrRequestUsed is returned by a second Accept or Reject.
@@ -214,7 +406,7 @@ var ErrRequestUsed = errors.New("iwarp: connection request already answered")
 func (r *ConnRequest) PrivateData() []byte { return r.privateData }
 
 // PeerIsIwarpGo reports whether the initiator is an iwarp-go peer.
-func (r *ConnRequest) PeerIsIwarpGo() bool { return r.peerIsGo }
+func (r *ConnRequest) PeerIsIwarpGo() bool { return r.peer.isGo }
 
 // Request returns the MPA Request as received.
 func (r *ConnRequest) Request() mpa.Frame { return r.req.Frame }
@@ -247,7 +439,7 @@ func (r *ConnRequest) Accept(ctx context.Context, qp *QP, opts ...Option) error 
 		return qp.setupFailed(ErrQPClosed)
 	}
 	pd := cfg.privateData
-	if r.peerIsGo {
+	if r.peer.isGo {
 		pd = appendPeerTrailer(pd)
 		cfg.mpa.PeerIsIwarpGo = true
 	}
@@ -268,7 +460,13 @@ func (r *ConnRequest) Accept(ctx context.Context, qp *QP, opts ...Option) error 
 		return qp.setupFailed(err)
 	}
 	res.PeerPrivateData = r.privateData
-	e := newEngine(qp, r.c, &res, &cfg, r.peerIsGo)
+	e := newEngine(qp, r.c, &res, &cfg, r.peer)
+	if l := r.l; l != nil {
+		l.mu.Lock()
+		l.live++
+		l.mu.Unlock()
+		e.onEnd = l.ended
+	}
 	e.txOpen = !res.WaitForPeerFPDU
 	// The Reply goes out under the transmit token so that no FPDU can
 	// precede it.

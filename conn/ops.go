@@ -26,4 +26,5 @@ var sendOps = [...]sendOpInfo{
 	OpWrite:     {name: "write", need: stag.LocalRead, wc: WCRDMAWrite, start: (*engine).startWrite},
 	OpRead:      {name: "read", need: LocalWrite, wc: WCRDMARead, start: (*engine).startReadRequest},
 	OpLocalInv:  {name: "local-inv", need: 0, wc: WCLocalInv, start: (*engine).startLocalInv},
+	OpFlush:     {name: "flush", need: 0, wc: WCFlush, start: (*engine).startFlush},
 }

@@ -3,6 +3,7 @@ package conn
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"time"
 
@@ -70,6 +71,16 @@ type config struct {
 	firstFPDUDelay time.Duration // <0: automatic
 	tap            Tap
 	noTrailer      bool
+	logger         *slog.Logger
+	idleTimeout    time.Duration
+
+	// Listener limits.
+	backlog        int
+	maxHandshakes  int
+	requestTimeout time.Duration
+	maxConns       int
+	protFailures   int
+	protWindow     time.Duration
 }
 
 func defaultConfig() config {
@@ -85,6 +96,11 @@ func defaultConfig() config {
 		peerIRD:        DefaultPeerIRD,
 		setupTimeout:   DefaultSetupTimeout,
 		firstFPDUDelay: -1,
+		backlog:        DefaultBacklog,
+		maxHandshakes:  DefaultMaxHandshakes,
+		requestTimeout: DefaultRequestTimeout,
+		protFailures:   DefaultProtectionFailures,
+		protWindow:     DefaultProtectionWindow,
 	}
 }
 
@@ -195,10 +211,11 @@ func WithPrivateData(b []byte) Option {
 	})
 }
 
-// WithP2P asks for (initiator) or allows (responder) RFC 6581 peer-to-peer
-// mode with the given ready-to-receive types (default: on, Write). An
-// initiator offers the types; a responder picks Write, then Read, then Send
-// among those offered that it allows.
+// WithP2P sets the RFC 6581 peer-to-peer ready-to-receive types (default:
+// on, Write). An initiator offers them; a responder prefers them: it picks
+// Write, then Read, then Send among those offered that it lists, and when
+// none fits names one it lists anyway (RFC 6581 §9.2: a responder answers
+// every peer-to-peer Request in peer-to-peer mode).
 func WithP2P(rtr RTR) Option {
 	return optionFunc(func(c *config) error {
 		if rtr == 0 || rtr&^(RTRSend|RTRWrite|RTRRead) != 0 {
@@ -210,8 +227,10 @@ func WithP2P(rtr RTR) Option {
 	})
 }
 
-// WithoutP2P turns peer-to-peer mode off: as responder, this side then sends
-// nothing before the initiator's first message.
+// WithoutP2P turns peer-to-peer mode off for an initiator: its Request
+// does not ask for it. A responder still answers a Request that asks for it
+// in peer-to-peer mode (RFC 6581 §9.2); otherwise it sends nothing before
+// the initiator's first message (RFC 5044 §7.1.2 rule 4).
 func WithoutP2P() Option {
 	return optionFunc(func(c *config) error {
 		c.mpa.P2P = false
@@ -328,6 +347,96 @@ func WithTap(t Tap) Option {
 func WithoutPeerTrailer() Option {
 	return optionFunc(func(c *config) error {
 		c.noTrailer = true
+		return nil
+	})
+}
+
+// WithLogger traces the connection's life through l: setup (what was
+// negotiated), every Terminate sent or received, and teardown; on a
+// Listener also the connections it turns away (at most a line a second).
+// nil, the default, logs nothing.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(c *config) error {
+		c.logger = l
+		return nil
+	})
+}
+
+// WithIdleTimeout closes a connection on which nothing has been sent or
+// received for d (RFC 5044 §7.1.2 rule 10: a ULP "SHOULD implement a
+// reasonable timeout while waiting for FPDUs"). Zero, the default, never
+// does: an RDMA connection may legitimately sit idle for hours.
+func WithIdleTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d < 0 {
+			return badOption("idle timeout %v", d)
+		}
+		c.idleTimeout = d
+		return nil
+	})
+}
+
+// WithBacklog bounds the connection requests a Listener holds for
+// AcceptRequest (default 1024); a request beyond it is closed.
+func WithBacklog(n int) Option {
+	return optionFunc(func(c *config) error {
+		if n < 1 {
+			return badOption("backlog %d", n)
+		}
+		c.backlog = n
+		return nil
+	})
+}
+
+// WithMaxHandshakes bounds the MPA Requests a Listener reads at once
+// (default 1024); a TCP connection beyond it is closed at once.
+func WithMaxHandshakes(n int) Option {
+	return optionFunc(func(c *config) error {
+		if n < 1 {
+			return badOption("max handshakes %d", n)
+		}
+		c.maxHandshakes = n
+		return nil
+	})
+}
+
+// WithRequestTimeout bounds how long a connection request waits for
+// AcceptRequest (default 10 s); an older one is closed.
+func WithRequestTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d <= 0 {
+			return badOption("request timeout %v", d)
+		}
+		c.requestTimeout = d
+		return nil
+	})
+}
+
+// WithMaxConnections bounds the connections a Listener has accepted and
+// not yet ended, with the requests it holds (default 0: no bound). A TCP
+// connection beyond it is closed at once.
+func WithMaxConnections(n int) Option {
+	return optionFunc(func(c *config) error {
+		if n < 0 {
+			return badOption("max connections %d", n)
+		}
+		c.maxConns = n
+		return nil
+	})
+}
+
+// WithProtectionFailureLimit makes a Listener refuse, for one window,
+// connections from an address whose connections ended n times within the
+// window because the peer touched memory it may not (this side sent a
+// Terminate for a protection check: what guessing STags looks like). The
+// default is 16 per minute; n = 0 turns the limit off. It complements, and
+// does not replace, a protection domain per untrusted peer (see PD).
+func WithProtectionFailureLimit(n int, window time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if n < 0 || (n > 0 && window <= 0) {
+			return badOption("protection failure limit %d per %v", n, window)
+		}
+		c.protFailures, c.protWindow = n, window
 		return nil
 	})
 }

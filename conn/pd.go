@@ -23,6 +23,10 @@ const (
 // use the default device through NewPD.
 type Device struct {
 	table *stag.Table
+
+	mu     sync.Mutex
+	live   map[*QP]struct{} // connected queue pairs, for Stats
+	closed counters         // totals of the closed ones
 }
 
 // NewDevice creates a device with its own STag index space.

@@ -1,6 +1,10 @@
 package conn
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/iwarp-go/iwarp-go/rdmap"
+)
 
 // iwarp-go peers recognise each other by a trailer at the end of the MPA
 // private data. A trailer, not a header: an application on a peer that is
@@ -16,22 +20,37 @@ const (
 	peerTrailerVersion = 1
 )
 
+// peerFlags are what this side declares in its trailer: it answers Flush
+// Requests (docs/rfc-notes/flush-extension.md).
+const peerFlags = rdmap.PeerFlagFlush
+
 func appendPeerTrailer(pd []byte) []byte {
 	out := make([]byte, 0, len(pd)+peerTrailerLen)
 	out = append(out, pd...)
 	out = append(out, peerMagic[:]...)
-	return append(out, peerTrailerVersion, 0, 0, 0)
+	return append(out, peerTrailerVersion, peerFlags, 0, 0)
 }
+
+// peerInfo is what the peer's trailer said.
+type peerInfo struct {
+	isGo  bool
+	flags byte
+}
+
+// flush reports whether both sides declared the Flush extension: this side
+// always does in its trailer, and a peer's trailer comes back only when
+// this side sent one.
+func (p peerInfo) flush() bool { return p.isGo && p.flags&rdmap.PeerFlagFlush != 0 }
 
 // splitPeerTrailer reports whether pd ends with an iwarp-go trailer and
 // returns the application's part.
-func splitPeerTrailer(pd []byte) (app []byte, isGo bool) {
+func splitPeerTrailer(pd []byte) (app []byte, peer peerInfo) {
 	if len(pd) < peerTrailerLen {
-		return pd, false
+		return pd, peerInfo{}
 	}
 	t := pd[len(pd)-peerTrailerLen:]
 	if !bytes.Equal(t[:4], peerMagic[:]) || t[4] < 1 {
-		return pd, false
+		return pd, peerInfo{}
 	}
-	return pd[:len(pd)-peerTrailerLen], true
+	return pd[:len(pd)-peerTrailerLen], peerInfo{isGo: true, flags: t[5]}
 }

@@ -188,14 +188,15 @@ func (qp *QP) postSendLocked(wr *SendWR) error {
 		return err
 	}
 	qp.sq.push(sendWQE{
-		id:      wr.ID,
-		op:      op,
-		wc:      sendOps[op].wc,
-		flags:   wr.Flags,
-		nsge:    len(wr.SGL),
-		length:  n,
-		remote:  wr.Remote,
-		invSTag: wr.InvSTag,
+		id:       wr.ID,
+		op:       op,
+		wc:       sendOps[op].wc,
+		flags:    wr.Flags,
+		nsge:     len(wr.SGL),
+		length:   n,
+		remote:   wr.Remote,
+		invSTag:  wr.InvSTag,
+		flushLen: wr.FlushLength,
 	})
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/iwarp-go/iwarp-go/mpa"
 )
@@ -109,7 +110,10 @@ type QP struct {
 	setupConn   net.Conn           // the connection while setup runs
 	setupCancel context.CancelFunc // cuts setup short
 	setupPhase  setupPhase
-	closeReq    bool // Close was called during setup
+	closeReq    bool      // Close was called during setup
+	setupStart  time.Time // when setup began, for Stats
+
+	stats counters
 }
 
 // NewQP creates a queue pair in pd whose completions go to cq (and to
@@ -165,7 +169,8 @@ func (qp *QP) Done() <-chan struct{} { return qp.done }
 // connected (or not yet connected), ErrQPClosed after a local Close,
 // ErrPeerClosed after the peer disconnected, or the error that ended it (a
 // *rdmap.TerminateError for a Terminate sent or received; for one this
-// side sent, its Delivery says whether it reached the socket).
+// side sent, its Delivery says whether it reached the socket, final once
+// the queue pair is closed: after Close or Abort returned).
 func (qp *QP) Err() error {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
@@ -236,6 +241,14 @@ func (qp *QP) PeerIsIwarpGo() bool {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
 	return qp.eng != nil && qp.eng.peerIsGo
+}
+
+// PeerFlushes reports whether the connected peer answers OpFlush (both
+// sides declared the Flush extension); false before connecting.
+func (qp *QP) PeerFlushes() bool {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return qp.eng != nil && qp.eng.flushExt
 }
 
 func (qp *QP) postableLocked() error {

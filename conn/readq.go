@@ -11,7 +11,10 @@ import (
 // owned by the receive token, since only the oldest entry receives.
 type orqEntry struct {
 	sqCtr    uint32 // send-queue counter of the Read work request
-	rtr      bool   // an RFC 6581 Read RTR: no work request behind it
+	msn      uint32 // of its Read Request (QN 1)
+	flush    bool   // a Flush Request (its ID in flushID), not a Read
+	flushID  uint32
+	rtr      bool // an RFC 6581 Read RTR: no work request behind it
 	sinkSTag uint32
 	sinkTO   uint64
 	size     uint32
@@ -68,14 +71,22 @@ const (
 // the connection ended), so that invalidating the region can tell the
 // memory is still in use.
 type irqEntry struct {
-	state    irqState
-	gen      uint32 // tells a stale ReadRelease from the slot's current request
-	err      error  // set by a ReadRelease with an error: end the stream instead
-	region   *stag.Region
-	src      []byte
-	srcOff   int // of src in the region
-	sinkSTag uint32
-	sinkTO   uint64
+	state irqState
+	flush bool // a Flush Request: the response is a Flush Response
+	// A Flush Request's ID, the placement asked for, the range's length,
+	// and (once released) what its response reports.
+	flushID   uint32
+	placement rdmap.Placement
+	flushLen  uint64
+	status    rdmap.FlushStatus
+	achieved  rdmap.Placement
+	gen       uint32 // tells a stale ReadRelease from the slot's current request
+	err       error  // set by a ReadRelease with an error: end the stream instead
+	region    *stag.Region
+	src       []byte
+	srcOff    int // of src in the region
+	sinkSTag  uint32
+	sinkTO    uint64
 	// The request as received (DDP header and Read Request header), for a
 	// Terminate about it.
 	req [rdmap.ReadRequestHeaderLen]byte

@@ -25,15 +25,21 @@ type rxState struct {
 	term        [rdmap.MaxTerminateLen]byte
 	word        [8]byte      // an aligned 8-byte Write, stored after its CRC
 	h           rdmap.Header // the FPDU being received (handlers get a pointer)
+	flushExt    bool         // opcode 0xF carries the Flush extension
 	sawFPDU     bool
 	sendRTRWait bool   // a zero-length Send RTR must be the first FPDU
 	readGot     uint32 // bytes of the oldest outstanding Read's response placed
 	pend        rxPending
 }
 
-func (rx *rxState) init(c net.Conn, res *mpa.Result) {
+func (rx *rxState) init(c net.Conn, res *mpa.Result, flushExt bool) {
 	rx.r = mpa.NewReader(c, mpa.ReaderConfig{CRC: res.CRC, Markers: res.RecvMarkers, BufferSize: readerBuffer})
-	rx.uq = ddp.NewUntaggedQueues(rdmap.NumQueues)
+	queues := rdmap.NumQueues
+	if flushExt {
+		queues = int(rdmap.QNFlushResponse) + 1 // Flush Responses come on QN 3
+	}
+	rx.uq = ddp.NewUntaggedQueues(queues)
+	rx.flushExt = flushExt
 }
 
 // rxAction is what a received FPDU does once its CRC is verified.
@@ -45,6 +51,8 @@ const (
 	rxReadDone
 	rxQueueRead
 	rxTerminate
+	rxQueueFlush // committed by receiveExtension
+	rxFlushDone
 	numRxActions
 )
 
@@ -58,6 +66,8 @@ type rxPending struct {
 	invSTag uint32
 	irq     irqEntry
 	term    *rdmap.TerminateError
+	// flushResp is a Flush Response received.
+	flushResp rdmap.FlushResponseFields
 
 	// A placement into a region with a remote reference (RDMA Write): the
 	// reference is dropped once the bytes are in place.
@@ -134,6 +144,9 @@ func (e *engine) receiveOne() error {
 		return err
 	}
 	hb := rx.hdr[:copy(rx.hdr[:], b)]
+	if rx.flushExt && rdmap.IsExtension(hb) {
+		return e.receiveExtension(hb, n)
+	}
 	// The header lives in rx, not on the stack: the handlers behind the
 	// table would make a local one escape, one allocation per FPDU.
 	rx.h, err = rdmap.Parse(hb, n)
@@ -141,6 +154,9 @@ func (e *engine) receiveOne() error {
 		return err
 	}
 	h := &rx.h
+	st := &e.qp.stats
+	st.fpdusRx[h.Op].Add(1)
+	st.bytesRx[h.Op].Add(uint64(n))
 	if err := rx.r.Discard(h.Len); err != nil {
 		return err
 	}
@@ -164,6 +180,7 @@ func (e *engine) receiveOne() error {
 		rx.sawFPDU = true
 		e.openTx()
 	}
+	e.active()
 	return commitTable[rx.pend.action](e, h, n)
 }
 
@@ -230,6 +247,7 @@ func (e *engine) rxWrite(h *rdmap.Header, n int) error {
 		// orders them; this makes the Go memory model, and the race
 		// detector, see it too when both ends run in one process.
 		e.qp.mu.Lock()
+		//lint:ignore SA2001 the lock and unlock are the synchronisation
 		e.qp.mu.Unlock()
 	}
 	r, dst, f := e.qp.pd.pd.LookupRemote(stag.STag(ts.STag), ts.TO, uint64(ts.Len), stag.RemoteWrite)
@@ -334,7 +352,7 @@ func (e *engine) rxReadResponse(h *rdmap.Header, n int) error {
 	qp := e.qp
 	qp.mu.Lock()
 	ent, ok := e.orq.oldest()
-	if !ok {
+	if !ok || ent.flush {
 		qp.mu.Unlock()
 		return rdmap.NewError(rdmap.ReadRespUnexpected, rx.hdr[:h.Len], n, nil)
 	}
@@ -512,6 +530,10 @@ func (e *engine) commitQueueRead(*rdmap.Header, int) error {
 	}
 	ctr, gen := e.irq.push(ent)
 	qp.mu.Unlock()
+	qp.stats.readsQueued.Add(1)
+	if hooks != nil {
+		qp.stats.readsHeld.Add(1)
+	}
 	if hooks != nil {
 		hooks.ReadRequested(qp, ent.srcOff, len(ent.src), ReadRelease{e: e, ctr: ctr, gen: gen})
 	}
@@ -520,7 +542,10 @@ func (e *engine) commitQueueRead(*rdmap.Header, int) error {
 }
 
 func (e *engine) commitTerminate(*rdmap.Header, int) error {
-	e.fail(e.rx.pend.term, nil)
+	te := e.rx.pend.term
+	e.qp.stats.termRx.add(te.Code)
+	e.blameTerminate(te)
+	e.fail(te, nil)
 	return errStop
 }
 
@@ -586,6 +611,9 @@ func (e *engine) openTx() {
 // receiveFailed ends the connection after the receive role stopped.
 func (e *engine) receiveFailed(err error) {
 	var coded termcode.Code
+	if errors.Is(err, mpa.ErrCRC) {
+		e.qp.stats.crcErrors.Add(1)
+	}
 	switch {
 	case err == errStop:
 	case e.dead.Load():

@@ -46,6 +46,9 @@ func (qp *QP) Connect(ctx context.Context, network, addr string, opts ...Option)
 	d.KeepAlive = cfg.keepAlive
 	c, err := d.DialContext(ctx, network, addr)
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return qp.setupFailed(fmt.Errorf("iwarp: connect %s: no TCP connection within %v: %w", addr, qp.setupElapsed(), err))
+		}
 		return qp.setupFailed(fmt.Errorf("iwarp: connect %s: %w", addr, err))
 	}
 	return qp.client(ctx, c, &cfg)
@@ -99,15 +102,21 @@ func (qp *QP) client(ctx context.Context, c net.Conn, cfg *config) error {
 			sendSetupTerminate(c, me)
 		}
 		c.Close()
+		if errors.Is(err, mpa.ErrRejected) {
+			qp.stats.rejectsRx.Add(1)
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return qp.setupFailed(fmt.Errorf("iwarp: connection setup: no MPA Reply from %s within %v: %w", addrString(c.RemoteAddr()), qp.setupElapsed(), err))
+		}
 		return qp.setupFailed(fmt.Errorf("iwarp: connection setup: %w", err))
 	}
-	app, isGo := splitPeerTrailer(res.PeerPrivateData)
+	app, peer := splitPeerTrailer(res.PeerPrivateData)
 	res.PeerPrivateData = app
-	e := newEngine(qp, c, res, cfg, isGo)
+	e := newEngine(qp, c, res, cfg, peer)
 	delay := cfg.firstFPDUDelay
 	if delay < 0 {
 		delay = DefaultFirstFPDUDelay
-		if isGo {
+		if peer.isGo {
 			delay = 0
 		}
 	}
@@ -142,7 +151,10 @@ func (qp *QP) established(e *engine) error {
 	qp.setupConn, qp.setupCancel = nil, nil
 	closing := qp.closeReq
 	qp.setState(stateRTS, nil)
+	qp.stats.connections.Add(1)
+	qp.stats.setupNanos.Add(sinceNanos(qp.setupStart))
 	qp.mu.Unlock()
+	qp.pd.dev.liveQP(qp)
 	e.start()
 	qp.kick()
 	if closing {
@@ -175,6 +187,7 @@ func (e *engine) sendRTR(timeout time.Duration) error {
 	if err := tx.w.WriteFPDU(hdr); err != nil {
 		return err
 	}
+	e.qp.stats.countTx(rdmap.ControlOpcode(hdr[1]), len(hdr))
 	return tx.w.Flush()
 }
 
@@ -199,6 +212,7 @@ func (qp *QP) beginSetup(cancel context.CancelFunc) error {
 		return fmt.Errorf("%w: connect on a %s queue pair", ErrQPState, qp.state)
 	}
 	qp.setState(stateConnecting, nil)
+	qp.setupStart = time.Now()
 	qp.setupCancel = cancel
 	qp.setupPhase = setupWaiting
 	return nil
@@ -259,4 +273,11 @@ func rawConn(c net.Conn) net.Conn {
 		return t.raw
 	}
 	return c
+}
+
+// setupElapsed is how long setup has run, for "not within" messages.
+func (qp *QP) setupElapsed() time.Duration {
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return time.Since(qp.setupStart).Round(100 * time.Millisecond)
 }

@@ -40,17 +40,20 @@ func (s *sgeSlots) used(i, n int) []sgeRef { return s.refs[i*s.per : i*s.per+n] 
 func slot(n uint32, size int) int { return int(n % uint32(size)) }
 
 type sendWQE struct {
-	id      uint64
-	op      Op
-	wc      WCOpcode // the opcode its completion reports
-	flags   SendFlags
-	nsge    int
-	length  int
-	remote  RemoteAddr
-	invSTag stag.STag
-	done    bool
-	status  WCStatus
-	err     error
+	id       uint64
+	op       Op
+	wc       WCOpcode // the opcode its completion reports
+	flags    SendFlags
+	nsge     int
+	length   int
+	remote   RemoteAddr
+	invSTag  stag.STag
+	msn      uint32 // of a Send or Read Request, once framed
+	flushLen uint64
+	wcFlags  WCFlags // for its completion
+	done     bool
+	status   WCStatus
+	err      error
 }
 
 // sendQueue is the ring of send work requests. It is guarded by QP.mu.

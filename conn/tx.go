@@ -34,6 +34,8 @@ type txState struct {
 	curX       *regionExt // the region a Read Response reads, for fault containment
 	sendMSN    uint32
 	rreqMSN    uint32
+	flushMSN   uint32 // of Flush Responses (QN 3)
+	flushID    uint32 // the last Flush Request ID used
 	preferIRQ  bool
 	sent       []uint32 // SQ counters of messages whose last FPDU awaits the flush
 }
@@ -42,7 +44,7 @@ func (tx *txState) init(c net.Conn, res *mpa.Result) {
 	tx.w = mpa.NewWriter(c, mpa.WriterConfig{CRC: res.CRC, Markers: res.SendMarkers})
 	tx.segPayload = make([][]byte, 0, MaxSGE+1)
 	tx.pieces = make([][]byte, 0, MaxSGE)
-	tx.sendMSN, tx.rreqMSN = 1, 1
+	tx.sendMSN, tx.rreqMSN, tx.flushMSN = 1, 1, 1
 	tx.sent = make([]uint32, 0, maxBatchFPDUs)
 }
 
@@ -201,7 +203,7 @@ func (e *engine) next() (ok, alive bool) {
 	sqReady := !qp.sq.idle() && e.sqRunnableLocked()
 	switch {
 	case irqReady && (e.tx.preferIRQ || !sqReady):
-		e.startReadResponseLocked()
+		e.startResponseLocked()
 		e.tx.preferIRQ = false
 	case sqReady:
 		ctr, w, refs := qp.sq.start()
@@ -224,7 +226,7 @@ func (e *engine) sqRunnableLocked() bool {
 	if w.flags&Fence != 0 && outstanding > 0 {
 		return false
 	}
-	return w.op != OpRead || !e.orq.full()
+	return (w.op != OpRead && w.op != OpFlush) || !e.orq.full()
 }
 
 func (e *engine) piecesOf(refs []sgeRef) [][]byte {
@@ -238,6 +240,7 @@ func (e *engine) piecesOf(refs []sgeRef) [][]byte {
 func (e *engine) startSend(op *sendOpInfo, ctr uint32, w *sendWQE, refs []sgeRef) {
 	msn := e.tx.sendMSN
 	e.tx.sendMSN++
+	w.msn = msn
 	err := rdmap.StartSend(&e.tx.seg, op.rdma, e.piecesOf(refs), e.mulpdu, uint32(w.invSTag), msn)
 	e.startedSQ(ctr, w, err)
 }
@@ -302,10 +305,11 @@ func (e *engine) startReadRequest(_ *sendOpInfo, ctr uint32, w *sendWQE, refs []
 		r := refs[0].region
 		sink = RemoteAddr{STag: r.STag(), TO: r.TO(refs[0].off)}
 	}
-	ent := orqEntry{sqCtr: ctr, sinkSTag: uint32(sink.STag), sinkTO: sink.TO, size: uint32(w.length)}
-	e.orq.push(ent)
 	msn := e.tx.rreqMSN
 	e.tx.rreqMSN++
+	w.msn = msn
+	ent := orqEntry{sqCtr: ctr, msn: msn, sinkSTag: uint32(sink.STag), sinkTO: sink.TO, size: uint32(w.length)}
+	e.orq.push(ent)
 	hdr := rdmap.AppendReadRequest(e.tx.hdr[:0], msn, rdmap.ReadRequestFields{
 		SinkSTag: ent.sinkSTag,
 		SinkTO:   ent.sinkTO,
@@ -313,6 +317,8 @@ func (e *engine) startReadRequest(_ *sendOpInfo, ctr uint32, w *sendWQE, refs []
 		SrcSTag:  uint32(w.remote.STag),
 		SrcTO:    w.remote.TO,
 	})
+	e.qp.stats.readsIssued.Add(1)
+	e.qp.stats.countTx(rdmap.OpReadRequest, len(hdr))
 	if err := e.tx.w.WriteFPDU(hdr); err != nil {
 		// A header always fits an FPDU: the writer is broken.
 		w.status, w.err, w.done = WCLocQPOpErr, err, true
@@ -320,10 +326,15 @@ func (e *engine) startReadRequest(_ *sendOpInfo, ctr uint32, w *sendWQE, refs []
 	}
 }
 
-// startReadResponseLocked makes the next inbound Read's response the
-// current message.
-func (e *engine) startReadResponseLocked() {
+// startResponseLocked makes the next inbound request's response the
+// current message: a Read Response to segment, or a Flush Response framed
+// at once.
+func (e *engine) startResponseLocked() {
 	c, ent := e.irq.startNext()
+	if ent.flush {
+		e.frameFlushResponseLocked(c, ent)
+		return
+	}
 	e.tx.pieces = append(e.tx.pieces[:0], ent.src)
 	e.tx.curX = nil
 	if ent.region != nil {
@@ -376,6 +387,7 @@ func (e *engine) frameOne() error {
 	if err := tx.w.End(); err != nil {
 		return err
 	}
+	e.qp.stats.countTx(rdmap.ControlOpcode(seg.Header[1]), len(seg.Header)+seg.Len)
 	if seg.Last {
 		if tx.cur == txIRQ {
 			// The IRD credit is free as soon as the response's last
@@ -402,6 +414,7 @@ func (e *engine) frameOne() error {
 // complete (in send-queue order), the regions of Read Responses are
 // released.
 func (e *engine) afterFlush() {
+	e.active()
 	tx := &e.tx
 	qp := e.qp
 	qp.mu.Lock()

@@ -5,9 +5,24 @@ import (
 	"fmt"
 )
 
-// WCStatus is the status of a work completion. The names and meanings mirror
-// libibverbs' enum ibv_wc_status so that programs ported from verbs read the
-// same; not every status can occur over iWARP.
+// WCStatus is the status of a work completion. The names, meanings and
+// values are libibverbs' enum ibv_wc_status, so that programs ported from
+// verbs read the same. Not every status can occur over iWARP; this package
+// produces:
+//
+//   - WCSuccess;
+//   - WCWRFlushErr: the queue pair left the connected state before the work
+//     request could finish (Close, a peer's FIN or reset, a Terminate);
+//   - WCLocProtErr: a local invalidate of an STag this side may not
+//     invalidate;
+//   - WCLocQPOpErr: a work request that cannot be carried out at all (an
+//     RDMA Write whose tagged offset would wrap);
+//   - WCRemAccessErr, WCRemInvReqErr, WCRemOpErr: the peer answered the
+//     work request with a Terminate — a protection or tagged-buffer error,
+//     an untagged-buffer or malformed-request error, any other (wc.Err
+//     wraps the *rdmap.TerminateError).
+//
+// The others are defined for completeness and never occur.
 type WCStatus uint8
 
 const (
@@ -76,6 +91,7 @@ const (
 	WCRDMARead
 	WCLocalInv
 	WCRecv
+	WCFlush
 )
 
 func (o WCOpcode) String() string {
@@ -90,6 +106,8 @@ func (o WCOpcode) String() string {
 		return "local-inv"
 	case WCRecv:
 		return "recv"
+	case WCFlush:
+		return "flush"
 	}
 	return fmt.Sprintf("WCOpcode(%d)", uint8(o))
 }
@@ -102,6 +120,9 @@ const (
 	WCWithInv WCFlags = 1 << iota
 	// WCSolicited: the Send asked for a solicited event.
 	WCSolicited
+	// WCFlushPersistent: an OpFlush's range is persistent at the peer (it
+	// is visible whenever an OpFlush succeeds).
+	WCFlushPersistent
 )
 
 // WorkCompletion reports the end of one work request. It is a plain value:

@@ -7,7 +7,8 @@ type Op uint8
 
 const (
 	// OpSend sends the SGL as an untagged message into the peer's next
-	// posted receive.
+	// posted receive. It completes once handed to TCP; a peer with no
+	// receive posted ends the connection afterwards (package doc).
 	OpSend Op = iota
 	// OpSendInv is a Send that also invalidates InvSTag at the peer
 	// (RFC 5040 Send with Invalidate).
@@ -17,12 +18,22 @@ const (
 	OpSendSE
 	// OpSendSEInv is a Send with Solicited Event and Invalidate.
 	OpSendSEInv
-	// OpWrite writes the SGL into the peer's memory at Remote.
+	// OpWrite writes the SGL into the peer's memory at Remote. It completes
+	// once handed to TCP; a peer that refuses the Write (no remote write
+	// right, bad STag or bounds) ends the connection afterwards.
 	OpWrite
 	// OpRead reads Remote from the peer's memory into the SGL.
 	OpRead
 	// OpLocalInv invalidates the local STag InvSTag, in send-queue order.
 	OpLocalInv
+	// OpFlush asks an iwarp-go peer to make the range of FlushLength bytes
+	// at Remote persistent and visible, and completes once it answered
+	// that every RDMA Write sent before it on this queue pair is (the Flush
+	// extension, docs/rfc-notes/flush-extension.md). Its completion has
+	// WCFlushPersistent set only when the peer declared the bytes durable.
+	// Toward a peer without the extension it completes with WCLocQPOpErr
+	// (ErrFlushUnsupported); package pmemsink's Flush chooses for you.
+	OpFlush
 )
 
 func (o Op) String() string {
@@ -44,6 +55,8 @@ const (
 	Fence
 	// Solicited turns OpSend into OpSendSE and OpSendInv into OpSendSEInv.
 	Solicited
+	// FlushRegion makes OpFlush name the whole region of Remote's STag.
+	FlushRegion
 )
 
 // SGE names length bytes of a registered region, starting Offset bytes
@@ -73,6 +86,8 @@ type SendWR struct {
 	// InvSTag is the peer's STag to invalidate (OpSendInv, OpSendSEInv) or
 	// the local STag to invalidate (OpLocalInv).
 	InvSTag STag
+	// FlushLength is the length of the range an OpFlush names at Remote.
+	FlushLength uint64
 }
 
 // RecvWR is a receive-queue work request: a buffer for one incoming Send.

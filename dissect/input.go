@@ -43,13 +43,19 @@ func DecodeFile(path string) (*Dissection, error) {
 // Decode reads a pcap or pcapng capture (optionally gzip-compressed) and
 // dissects every TCP connection in it: each direction is reassembled by
 // sequence number and its bytes fed to an mpa.Reader configured from the
-// MPA Request and Reply the capture holds.
+// MPA Request and Reply the capture holds. A file that ends inside a record
+// (a capture program stopped while writing) is dissected up to that
+// record, and Dissection.Cut says where it stops.
 func Decode(r io.Reader) (*Dissection, error) {
 	conns, err := capture.Read(r)
-	if err != nil {
+	var cut *capture.CutError
+	if err != nil && !errors.As(err, &cut) {
 		return nil, fmt.Errorf("%w: %w", ErrCapture, err)
 	}
 	d := &Dissection{Streams: make([]*Stream, 0, len(conns))}
+	if cut != nil {
+		d.Cut = &Cut{Frame: cut.Frame, Offset: cut.Offset, Have: cut.Have, Want: cut.Want}
+	}
 	for i, c := range conns {
 		d.Streams = append(d.Streams, fromCapture(i, c))
 	}

@@ -12,6 +12,31 @@ import (
 // Dissection is what a capture holds, one entry per TCP connection.
 type Dissection struct {
 	Streams []*Stream `json:"streams"`
+	// Cut, if not nil, says that the file ends inside a record: everything
+	// before that record is dissected.
+	Cut *Cut `json:"cut,omitempty"`
+}
+
+// Cut says where a capture file that ends inside a record stops.
+type Cut struct {
+	// Frame is the number the cut record would have had: frames before it
+	// are dissected. Offset is where the record starts in the file
+	// (decompressed).
+	Frame  int `json:"frame"`
+	Offset int `json:"offset"`
+	// Have is how many octets of the record the file holds, Want how many
+	// it needs (0 when its header is cut short too).
+	Have int `json:"have"`
+	Want int `json:"want,omitempty"`
+}
+
+func (c *Cut) String() string {
+	where := fmt.Sprintf("%d octets of its header", c.Have)
+	if c.Want > 0 {
+		where = fmt.Sprintf("%d of its %d octets", c.Have, c.Want)
+	}
+	return fmt.Sprintf("the capture file is cut short: it ends inside the record of frame %d, at file offset %d (%s); frames 1 to %d are decoded",
+		c.Frame, c.Offset, where, c.Frame-1)
 }
 
 // Dir is a direction within a TCP connection.

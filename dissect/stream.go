@@ -208,7 +208,10 @@ func (h *Handshake) lastFrame() int {
 // markers counted; the Reader sees the stream without them.
 func (s *Stream) fpdus(d Dir, dd *dirData, base int, crc, markers bool) {
 	data := dd.data[base:]
-	r := mpa.NewReader(bytes.NewReader(data), mpa.ReaderConfig{CRC: crc, Markers: markers, BufferSize: readerBuffer})
+	// A capture is decoded past CRC errors so that every FPDU is reported;
+	// a connection stops at the first one (RFC 5044 §8).
+	r := mpa.NewReader(bytes.NewReader(data), mpa.ReaderConfig{CRC: crc, Markers: markers, BufferSize: readerBuffer,
+		ContinueAfterCRCError: true})
 	m := markerMap(markers)
 	total := m.logicalLen(len(data))
 	chk := newChecker()
@@ -299,7 +302,7 @@ func decodeHeader(f *FPDU, hdr []byte, n int) (rdmap.Header, bool) {
 		op := rdmap.ControlOpcode(hdr[1])
 		f.RDMAPVersion, f.Opcode, f.Op = rdmap.ControlVersion(hdr[1]), uint8(op), op.String()
 	}
-	if len(hdr) < min(n, rdmap.MaxHeaderLen) {
+	if len(hdr) < min(n, headerLen(hdr)) {
 		f.Error = "header not captured"
 		return rdmap.Header{}, false
 	}
@@ -323,6 +326,20 @@ func decodeHeader(f *FPDU, hdr []byte, n int) (rdmap.Header, bool) {
 		f.PayloadLen = 0
 	}
 	return h, true
+}
+
+// headerLen is how many octets of a ULPDU starting with hdr its header
+// takes: the fixed header of its opcode (rdmap.Opcode.HeaderLen), the DDP
+// header alone for an opcode without one, and as much as possible while
+// the opcode is not captured.
+func headerLen(hdr []byte) int {
+	if len(hdr) < 2 {
+		return rdmap.MaxHeaderLen
+	}
+	if n := rdmap.ControlOpcode(hdr[1]).HeaderLen(); n > 0 {
+		return n
+	}
+	return ddp.HeaderLen(ddp.Control(hdr[0]))
 }
 
 func terminate(b []byte) *Terminate {

@@ -19,7 +19,7 @@ func (d *Dissection) WriteJSON(w io.Writer) error {
 
 // WriteText writes d in a readable form: per stream, the connection, each
 // direction's negotiated options, the MPA frames and the FPDUs in capture
-// order, then the notes.
+// order, then the notes; last, where a file cut short stops.
 func (d *Dissection) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	if len(d.Streams) == 0 {
@@ -30,6 +30,9 @@ func (d *Dissection) WriteText(w io.Writer) error {
 			fmt.Fprintln(bw)
 		}
 		s.writeText(bw)
+	}
+	if d.Cut != nil {
+		fmt.Fprintf(bw, "\n%s\n", d.Cut)
 	}
 	return bw.Flush()
 }

@@ -5,20 +5,27 @@ import (
 	"math/bits"
 )
 
-// CRCMode says how a side negotiates the MPA CRC (RFC 5044 §7.1, C flag).
-// Whatever the mode, the CRC in use is the Reply's C bit: the responder
-// decides, as siw does.
+// CRCMode says how a side negotiates the MPA CRC (RFC 5044 §7.1.1, C
+// flag). C declares a side's preference; CRC is in use in both directions
+// when either the Request or the Reply has C set, and off only when
+// neither has (RFC 5044 §7.1.1, §4.4 (2b)).
+//
+// A responder in every mode sets C whenever the Request has it, so that an
+// initiator that follows the Reply's C alone (siw does) agrees with it.
 type CRCMode uint8
 
 const (
-	// CRCPreferred: the initiator sets C and accepts a reply without it;
-	// the responder sets C. This is the zero value.
+	// CRCPreferred: this side sets C, so CRC is always in use. This is
+	// the zero value (RFC 5044 §4.4: "The default configuration for a
+	// connection MUST be to use CRCs").
 	CRCPreferred CRCMode = iota
-	// CRCRequired: as Preferred, but the initiator fails when the reply
-	// lacks C.
+	// CRCRequired: as Preferred, and an initiator also fails when the
+	// Reply does not itself set C. The RFC would run with CRC anyway;
+	// this refuses responders that may instead follow their own C bit.
 	CRCRequired
-	// CRCOff: the initiator does not set C; the responder copies the
-	// request's C bit.
+	// CRCOff: the initiator does not set C, and the responder sets C
+	// only when the Request has it. CRC is then off only if the peer
+	// does not ask for it either.
 	CRCOff
 )
 
@@ -66,13 +73,24 @@ type Config struct {
 	// 128.
 	IRD, ORD uint16
 
-	// P2P asks for (initiator) or allows (responder) RFC 6581
-	// peer-to-peer mode.
+	// P2P makes an initiator ask for RFC 6581 peer-to-peer mode. A
+	// responder answers a Request that asks for it in peer-to-peer mode
+	// whether P2P is set or not: RFC 6581 §9.2, "If Control Flag A is 1
+	// in the MPA Request message, then the responder MUST set Control
+	// Flag A to 1 in the MPA reply message".
 	P2P bool
 	// RTR is, for an initiator with P2P, the RTR types offered (zero
 	// offers Write, the one siw picks when offered); for a responder,
 	// the types it can receive (zero means Write and Read).
 	RTR RTR
+	// SendableRTR is, for an initiator, every RTR type it is able to
+	// send; zero means all three (conn sends each, in siw's forms). A
+	// Reply may name types that were not offered (RFC 6581 §9.2: the
+	// responder "MAY include additional RTR indication options it
+	// supports"); the initiator picks one it offered if the Reply names
+	// one, else one of these, and fails with error 0x07 if there is
+	// none. It must include the types offered.
+	SendableRTR RTR
 
 	// AcceptDowngrade lets an initiator that sent an enhanced Request
 	// accept a revision-1 Reply or a revision-2 Reply without the
@@ -99,6 +117,21 @@ func (c *Config) revision() uint8 {
 
 // enhanced reports whether this side's own frames use RFC 6581 setup.
 func (c *Config) enhanced() bool { return c.revision() == 2 && !c.NoEnhanced }
+
+// offeredRTR is the set of RTR types an initiator with P2P offers: Write
+// unless configured. sendableRTR is the set it can send: all three unless
+// configured. acceptedRTR is the set a responder can receive: Write and
+// Read unless configured.
+func (c *Config) offeredRTR() RTR  { return rtrOr(c.RTR, RTRWrite) }
+func (c *Config) sendableRTR() RTR { return rtrOr(c.SendableRTR, rtrAll) }
+func (c *Config) acceptedRTR() RTR { return rtrOr(c.RTR, RTRWrite|RTRRead) }
+
+func rtrOr(r, def RTR) RTR {
+	if r == 0 {
+		return def
+	}
+	return r
+}
 
 func (c *Config) maxRecvPD() int {
 	if c.MaxPrivateData == 0 {
@@ -128,6 +161,12 @@ func (c *Config) Validate() error {
 	}
 	if c.RTR&^rtrAll != 0 {
 		return fmt.Errorf("%w: RTR bits 0x%02x", ErrConfig, uint8(c.RTR))
+	}
+	if c.SendableRTR&^rtrAll != 0 {
+		return fmt.Errorf("%w: SendableRTR bits 0x%02x", ErrConfig, uint8(c.SendableRTR))
+	}
+	if c.P2P && c.SendableRTR != 0 && c.offeredRTR()&^c.SendableRTR != 0 {
+		return fmt.Errorf("%w: RTR types %s offered, only %s sendable", ErrConfig, c.offeredRTR(), c.SendableRTR)
 	}
 	if c.P2P && !c.enhanced() {
 		return fmt.Errorf("%w: peer-to-peer mode needs revision 2 with enhanced setup", ErrConfig)

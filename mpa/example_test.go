@@ -106,3 +106,55 @@ func ExampleError_code() {
 	}
 	// Output: Terminate 0x2002: true
 }
+
+// After a CRC error a Reader delivers no more FPDUs (RFC 5044 §8); a
+// decoder of a captured stream opts in to reading on.
+func ExampleReaderConfig_captures() {
+	var wire bytes.Buffer
+	w := mpa.NewWriter(&wire, mpa.WriterConfig{CRC: true})
+	for _, s := range []string{"one", "two", "three"} {
+		_ = w.WriteFPDU([]byte{0x41, 0x43}, []byte(s))
+	}
+	_ = w.Flush()
+	stream := wire.Bytes()
+	stream[5] ^= 1 // a payload bit of the first FPDU
+
+	for _, cfg := range []mpa.ReaderConfig{{CRC: true}, {CRC: true, ContinueAfterCRCError: true}} {
+		r := mpa.NewReader(bytes.NewReader(stream), cfg)
+		fmt.Print("continue ", cfg.ContinueAfterCRCError, ":")
+		for range 3 { // the stream holds three FPDUs
+			u, err := r.ReadFPDU(make([]byte, 64))
+			if err != nil {
+				fmt.Print(" [", errors.Is(err, mpa.ErrCRC), "]")
+				continue
+			}
+			fmt.Printf(" %s", u[2:])
+		}
+		fmt.Println()
+	}
+	// Output:
+	// continue false: [true] [true] [true]
+	// continue true: [true] two three
+}
+
+// Peer-to-peer mode (RFC 6581 §9.2): a responder that accepts none of the
+// RTR types offered names one it accepts, and an initiator that can send
+// it uses it although it did not offer it.
+func Example_peerToPeer() {
+	ini := &mpa.Config{P2P: true, RTR: mpa.RTRSend, IRD: 4, ORD: 4}
+	req, _ := mpa.BuildRequest(ini, nil)
+	rep, resp, _ := mpa.AnswerRequest(&mpa.Config{RTR: mpa.RTRWrite | mpa.RTRRead, IRD: 4, ORD: 4}, &req, nil)
+	res, err := mpa.CheckReply(ini, &req, &rep)
+	fmt.Println("offered", req.IRDORD.RTR, "named", rep.IRDORD.RTR, "initiator sends", res.RTR, err)
+	fmt.Println("responder waits for it:", resp.P2P, resp.WaitForPeerFPDU)
+
+	// One that can only send what it offered terminates with error 0x07.
+	ini.SendableRTR = mpa.RTRSend
+	_, err = mpa.CheckReply(ini, &req, &rep)
+	var c termcode.Code
+	fmt.Println(errors.As(err, &c), errors.Is(err, mpa.ErrNoMatchingRTR), fmt.Sprintf("0x%04x", uint16(c)))
+	// Output:
+	// offered Send named Write initiator sends Write <nil>
+	// responder waits for it: true true
+	// true true 0x2007
+}

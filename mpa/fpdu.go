@@ -4,7 +4,7 @@ import "hash/crc32"
 
 // FPDU layout (RFC 5044 §4): a 2-byte big-endian ULPDU_Length, the ULPDU,
 // zero padding to a multiple of 4 counted from the length field, and a
-// 4-byte CRC field. With markers (§5) a 4-byte marker sits at every
+// 4-byte CRC field. With markers (§4.3) a 4-byte marker sits at every
 // 512-octet boundary of the stream.
 const (
 	// MaxULPDU is the largest ULPDU a 16-bit length field can describe.

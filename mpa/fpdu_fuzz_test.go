@@ -12,7 +12,8 @@ import (
 // markers, through the stepwise API and through ReadFPDU. It must never
 // panic, never report a ULPDU longer than the limit, and end every stream
 // with io.EOF or a typed error; ULPDUs must match a second pass that reads
-// the same bytes one at a time.
+// the same bytes one at a time. After a CRC error it must deliver nothing
+// more unless ContinueAfterCRCError is set (flags bit 8).
 func FuzzReader(f *testing.F) {
 	for _, cfg := range []WriterConfig{{}, {CRC: true}, {Markers: true}, {CRC: true, Markers: true}} {
 		stream := encode(f, cfg, []fpduSpec{
@@ -32,8 +33,20 @@ func FuzzReader(f *testing.F) {
 	}
 	f.Add([]byte{0xff, 0xff, 1, 2, 3}, uint8(0))
 	f.Add([]byte{0, 0, 0, 0}, uint8(2))
+	// A CRC error in the middle of a stream, read with and without the
+	// opt-in to continue.
+	bad := encode(f, WriterConfig{CRC: true}, []fpduSpec{{payload: []byte("one")}, {payload: []byte("two")}, {payload: []byte("three")}})
+	bad[10] ^= 0x40
+	f.Add(bad, uint8(1))
+	f.Add(bad, uint8(1|8))
+	// Markers whose low FPDUPTR bits are set (read as zero, RFC 5044 §4.2).
+	low := encode(f, WriterConfig{Markers: true}, []fpduSpec{{payload: bytes.Repeat([]byte{5}, 1100)}, {payload: []byte("x")}})
+	low[3] |= 3
+	low[515] |= 1
+	low[1027] |= 2
+	f.Add(low, uint8(2))
 	f.Fuzz(func(t *testing.T, data []byte, flags uint8) {
-		cfg := ReaderConfig{CRC: flags&1 != 0, Markers: flags&2 != 0, BufferSize: 1024}
+		cfg := ReaderConfig{CRC: flags&1 != 0, Markers: flags&2 != 0, BufferSize: 1024, ContinueAfterCRCError: flags&8 != 0}
 		if flags&4 != 0 {
 			cfg.MaxULPDU = 100
 		}
@@ -51,7 +64,8 @@ func FuzzReader(f *testing.F) {
 }
 
 // readStream reads ULPDUs until the stream ends; stepwise uses Next, Peek,
-// Read and End instead of ReadFPDU. CRC errors are skipped over.
+// Read and End instead of ReadFPDU. CRC errors are skipped over when the
+// configuration allows it; otherwise the stream must stay at that error.
 func readStream(t *testing.T, src io.Reader, cfg ReaderConfig, stepwise bool) [][]byte {
 	limit := cfg.MaxULPDU
 	if limit == 0 {
@@ -88,8 +102,16 @@ func readStream(t *testing.T, src io.Reader, cfg ReaderConfig, stepwise bool) []
 			out = append(out, bytes.Clone(u))
 		case errors.Is(err, io.EOF):
 			return out
+		case errors.Is(err, ErrCRC) && cfg.ContinueAfterCRCError:
+			out = append(out, bytes.Clone(u))
 		case errors.Is(err, ErrCRC):
 			out = append(out, bytes.Clone(u))
+			for range 2 {
+				if _, again := r.Next(); again != err {
+					t.Fatalf("after CRC error %v, Next returned %v", err, again)
+				}
+			}
+			return out
 		case errors.As(err, &pe):
 			return out
 		default:

@@ -289,12 +289,45 @@ func TestReader_LargePayloadBypassesBuffer(t *testing.T) {
 	require.True(t, direct, "payload was read directly into dst")
 }
 
-func TestReader_CRCErrorIsReportedAndStreamContinues(t *testing.T) {
+// crcErrorStream holds three FPDUs with CRC; the second fails its check.
+func crcErrorStream(t *testing.T) []byte {
 	stream := encode(t, WriterConfig{CRC: true}, []fpduSpec{{hdr: tagged(1, 1), payload: []byte("good")},
 		{hdr: tagged(2, 2), payload: []byte("flip")}, {hdr: tagged(3, 3), payload: []byte("next")}})
-	bad := bytes.Clone(stream)
-	bad[24+16] ^= 0x01 // a payload byte of the second FPDU (first is 24 bytes)
-	r := NewReader(bytes.NewReader(bad), ReaderConfig{CRC: true})
+	stream[24+16] ^= 0x01 // a payload byte of the second FPDU (first is 24 bytes)
+	return stream
+}
+
+// RFC 5044 §8: "Once MPA delivers an error of any type, it MUST NOT pass or
+// deliver any additional FPDUs on that half connection." After a CRC error
+// the Reader returns that error, and reads nothing more from the stream.
+func TestReader_RFC5044_8_NoFPDUAfterCRCError(t *testing.T) {
+	stream := crcErrorStream(t)
+	src := bytes.NewReader(stream)
+	r := NewReader(src, ReaderConfig{CRC: true})
+	buf := make([]byte, 64)
+	_, err := r.ReadFPDU(buf)
+	require.NoError(t, err)
+	_, err = r.ReadFPDU(buf)
+	require.ErrorIs(t, err, ErrCRC)
+	first := err
+	left := src.Len() + r.Buffered()
+	for range 3 {
+		_, err = r.Next()
+		require.ErrorIs(t, err, ErrCRC, "the third FPDU is not delivered")
+		require.Same(t, first, err)
+		_, err = r.ReadFPDU(buf)
+		require.ErrorIs(t, err, ErrCRC)
+	}
+	require.Equal(t, 24, left, "the third FPDU is still unread")
+	require.Equal(t, left, src.Len()+r.Buffered(), "nothing more was consumed")
+	_, err = r.Peek(1)
+	require.ErrorIs(t, err, ErrState)
+}
+
+// A capture decoder opts in to reading past a CRC error; the stream stays
+// framed.
+func TestReader_CRCErrorIsReportedAndStreamContinues(t *testing.T) {
+	r := NewReader(bytes.NewReader(crcErrorStream(t)), ReaderConfig{CRC: true, ContinueAfterCRCError: true})
 	buf := make([]byte, 64)
 	_, err := r.ReadFPDU(buf)
 	require.NoError(t, err)
@@ -307,6 +340,8 @@ func TestReader_CRCErrorIsReportedAndStreamContinues(t *testing.T) {
 	u, err := r.ReadFPDU(buf)
 	require.NoError(t, err)
 	require.Equal(t, append(tagged(3, 3), "next"...), u)
+	_, err = r.Next()
+	require.ErrorIs(t, err, io.EOF)
 
 	// Without CRC the field is not looked at, whatever it holds.
 	junk := encode(t, WriterConfig{}, []fpduSpec{{hdr: tagged(1, 1), payload: []byte("good")}})

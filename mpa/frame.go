@@ -192,7 +192,9 @@ func decodeBody(h Header, pd []byte) (Frame, *Error) {
 			f.IRDORD = IRDORDBlock(pd).Decode()
 			pd = pd[IRDORDLen:]
 		case f.Flags&FlagReject == 0:
-			// siw answers this with a reject (siw_proc_mpareq).
+			// Improperly formatted (RFC 6581 §6): the Private Data of an
+			// enhanced frame MUST begin with the block. A responder
+			// closes without a Reply (RFC 5044 §7.1.2 rule 2).
 			return Frame{}, protoErr(termcode.MPAInvalidFrame, ErrShortEnhanced, "PD_Length %d", len(pd))
 		}
 	}
@@ -231,32 +233,25 @@ func ParseFrame(b []byte) (Frame, int, error) {
 // wrapping ErrConnectionLost; other read errors are returned wrapped as
 // they are (deadlines, for example).
 func ReadFrame(r io.Reader, maxPD int) (Frame, error) {
-	f, _, err := readFrame(r, maxPD)
-	return f, err
-}
-
-// readFrame is ReadFrame that also returns the header it read (nil if it
-// did not get that far), for callers that answer malformed frames.
-func readFrame(r io.Reader, maxPD int) (Frame, Header, error) {
 	hdr := make(Header, FrameHeaderLen)
 	if err := readFull(r, hdr); err != nil {
-		return Frame{}, nil, err
+		return Frame{}, err
 	}
 	if err := checkHeader(hdr, maxPD); err != nil {
-		return Frame{}, hdr, err
+		return Frame{}, err
 	}
 	var pd []byte
 	if n := hdr.PDLength(); n > 0 {
 		pd = make([]byte, n)
 		if err := readFull(r, pd); err != nil {
-			return Frame{}, hdr, err
+			return Frame{}, err
 		}
 	}
 	f, perr := decodeBody(hdr, pd)
 	if perr != nil {
-		return Frame{}, hdr, perr
+		return Frame{}, perr
 	}
-	return f, hdr, nil
+	return f, nil
 }
 
 func readFull(r io.Reader, b []byte) error {

@@ -139,7 +139,8 @@ type streamFPDU struct {
 func readFPDUs(t *testing.T, st *capture.Stream, off int, crc bool) []streamFPDU {
 	t.Helper()
 	data := st.Data[off:]
-	r := NewReader(iotestHalf(bytes.NewReader(data)), ReaderConfig{CRC: crc})
+	// Captures are decoded past CRC errors, to check every FPDU.
+	r := NewReader(iotestHalf(bytes.NewReader(data)), ReaderConfig{CRC: crc, ContinueAfterCRCError: true})
 	var out []streamFPDU
 	pos := 0
 	for {
@@ -195,12 +196,16 @@ func checkExchange(t *testing.T, c *capture.Conn) (outcome, bool, int, int) {
 	require.NoError(t, err)
 	require.Equal(t, c.Down.Data[:m], enc, "Reply re-encodes to the captured bytes")
 
-	_, err = CheckReply(initiatorConfig(&req), &req, &rep)
+	res, err := CheckReply(initiatorConfig(&req), &req, &rep)
 	var re *RejectedError
 	var pe *Error
 	switch {
 	case err == nil:
-		return accepted, rep.Flags&FlagCRC != 0, n, m
+		// The captured peers ran with the Reply's C (siw follows it as
+		// initiator and copies the Request's C as responder); the
+		// either-side rule must come to the same verdict on every
+		// captured FPDU stream.
+		return accepted, res.CRC, n, m
 	case errors.As(err, &re):
 		return rejected, false, n, m
 	case errors.As(err, &pe):

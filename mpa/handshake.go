@@ -67,18 +67,14 @@ func ReadRequest(ctx context.Context, c net.Conn, cfg *Config) (*Request, error)
 	}
 	var f Frame
 	err := withContext(ctx, c, func() error {
-		var (
-			hdr Header
-			err error
-		)
-		f, hdr, err = readFrame(c, cfg.maxRecvPD())
+		var err error
+		f, err = ReadFrame(c, cfg.maxRecvPD())
 		var rep Frame
 		switch {
-		case errors.Is(err, ErrShortEnhanced) && hdr.Kind() == KindRequest:
-			// Well delimited but unusable: answer with a reject, as siw
-			// does (siw_proc_mpareq).
-			rep = rejectFrame(&Frame{Kind: KindRequest, Rev: hdr.Rev(), Flags: hdr.Flags()}, nil)
 		case err != nil:
+			// Improperly formatted, including an enhanced Request too
+			// short for its IRD/ORD block: closed without a Reply (RFC
+			// 5044 §7.1.2 rule 2).
 			return err
 		case f.Kind != KindRequest:
 			return protoErr(termcode.MPAInvalidFrame, ErrBadKey, "expected a Request, got a %s", f.Kind)

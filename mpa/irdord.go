@@ -19,6 +19,14 @@ const (
 // MaxIRDORD is the largest value an IRD or ORD field can hold.
 const MaxIRDORD = 0x3fff
 
+// NoAutoIRDORD, the all-ones 14-bit value, in an IRD or ORD field says
+// that "automatic negotiation of the IRD or ORD is not desired, and that
+// the ULP will be responsible for it" (RFC 6581 §9.1). A responder answers
+// an initiator ORD (IRD) of NoAutoIRDORD with IRD (ORD) NoAutoIRDORD and
+// keeps its own value; an initiator receiving it keeps its own value too.
+// This package never advertises it itself (Config.Validate).
+const NoAutoIRDORD = MaxIRDORD
+
 // RTR is a set of ready-to-receive message types (RFC 6581 peer-to-peer
 // mode). A negotiated choice has exactly one bit set.
 type RTR uint8

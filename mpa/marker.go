@@ -8,13 +8,13 @@ import (
 	"github.com/iwarp-go/iwarp-go/termcode"
 )
 
-// Markers (RFC 5044 §5), as implemented here:
+// Markers (RFC 5044 §4.2, §4.3), as implemented here:
 //
 //   - A 4-byte marker sits at every stream position that is a multiple of
 //     512, counted per direction from the first octet of the first FPDU
 //     (the Request/Reply do not count). So the first FPDU opens with one.
 //   - Layout: 16 reserved bits (sent as zero, ignored on receipt), then the
-//     16-bit FPDUPTR.
+//     16-bit FPDUPTR, whose two low bits are sent as zero and read as zero.
 //   - A marker that falls where an FPDU begins precedes its length field,
 //     belongs to that FPDU and has FPDUPTR 0. Any other marker holds the
 //     number of octets from the first octet of the enclosing FPDU's length
@@ -142,7 +142,10 @@ func (m *markerState) take(r *Reader, lead bool) error {
 		if !lead {
 			want = m.rawRead - m.lenRaw
 		}
-		got := int64(binary.BigEndian.Uint16(rec.b[2:]))
+		// RFC 5044 §4.2: "the receivers MUST always treat these [the two
+		// low bits of FPDUPTR] as zero for calculations". The reserved
+		// half (rec.b[:2]) is ignored; both still count for the CRC.
+		got := int64(binary.BigEndian.Uint16(rec.b[2:]) &^ 3)
 		if got != want {
 			return r.fail(protoErr(termcode.MPAMarker, ErrMarker,
 				"marker at stream offset %d has FPDUPTR %d, the FPDU's length field is %d octets back", m.rawRead, got, want))

@@ -16,7 +16,7 @@ import (
 // one at offset 512 that points 508 octets back to its length field (at
 // offset 4). The second FPDU starts at 628 and is crossed by the markers at
 // 1024 and 1536, 396 and 908 octets after its length field.
-func TestMarkers_RFC5044_5_HandComputedVector(t *testing.T) {
+func TestMarkers_RFC5044_4_3_HandComputedVector(t *testing.T) {
 	p1 := bytes.Repeat([]byte{0xab}, 600)
 	p2 := bytes.Repeat([]byte{0xcd}, 1000)
 	h1, h2 := tagged(1, 0), tagged(2, 0)
@@ -50,8 +50,9 @@ func TestMarkers_RFC5044_5_HandComputedVector(t *testing.T) {
 }
 
 // A marker can fall between the pad and the CRC field, and one can open
-// the next FPDU exactly at a 512 boundary.
-func TestMarkers_RFC5044_5_BeforeCRCAndAtFPDUStart(t *testing.T) {
+// the next FPDU exactly at a 512 boundary; the CRC covers both (RFC 5044
+// §4.4, rules 1 and 2 of the fields included).
+func TestMarkers_RFC5044_4_4_BeforeCRCAndAtFPDUStart(t *testing.T) {
 	// 4 (marker) + 2 + 506 = 512: the next marker precedes the CRC field,
 	// which then ends at 520.
 	a := fpduSpec{payload: bytes.Repeat([]byte{1}, 506)}
@@ -68,7 +69,9 @@ func TestMarkers_RFC5044_5_BeforeCRCAndAtFPDUStart(t *testing.T) {
 	require.Equal(t, [][]byte{a.ulpdu(), b.ulpdu(), c.ulpdu()}, u)
 }
 
-func TestMarkers_RFC5044_5_FPDUPTRMismatch(t *testing.T) {
+// A marker that does not point at its FPDU's length field is error 3
+// (RFC 5044 §4.3 pointer rules, §8 code 3) and ends the stream.
+func TestMarkers_RFC5044_4_3_FPDUPTRMismatch(t *testing.T) {
 	specs := []fpduSpec{{hdr: tagged(1, 0), payload: bytes.Repeat([]byte{0xab}, 600)}}
 	for _, tc := range []struct {
 		name string
@@ -90,10 +93,58 @@ func TestMarkers_RFC5044_5_FPDUPTRMismatch(t *testing.T) {
 			require.ErrorIs(t, err, ErrMarker, "a marker mismatch ends the stream")
 		})
 	}
+}
+
+// RFC 5044 §4.2: RESERVED "MUST be set to zero on transmit and ignored on
+// receive (except for CRC calculation)"; of FPDUPTR, "The least
+// significant two bits MUST always be set to zero at the transmitter, and
+// the receivers MUST always treat these as zero for calculations."
+func TestMarkers_RFC5044_4_2_ReceiverIgnoresReservedAndLowBits(t *testing.T) {
+	specs := []fpduSpec{{hdr: tagged(1, 0), payload: bytes.Repeat([]byte{0xab}, 1200)}}
+
+	// Transmitter: reserved half and the two low bits are zero.
+	stream := encode(t, WriterConfig{CRC: true, Markers: true}, specs)
+	require.Len(t, stream, 4+2+1214+4+8) // leading marker, two more at 512 and 1024
+	for _, off := range []int{0, 512, 1024} {
+		require.Zero(t, binary.BigEndian.Uint16(stream[off:]), "reserved half of the marker at %d", off)
+		require.Zero(t, binary.BigEndian.Uint16(stream[off+2:])&3, "low FPDUPTR bits of the marker at %d", off)
+	}
+	require.Equal(t, []byte{0, 0, 0x01, 0xfc}, stream[512:516])
+
 	// Reserved bits are ignored on receipt.
-	stream := encode(t, WriterConfig{Markers: true}, specs)
-	stream[512], stream[513] = 0xff, 0xff
-	require.Len(t, decodeAll(t, bytes.NewReader(stream), ReaderConfig{Markers: true}), 1)
+	plain := encode(t, WriterConfig{Markers: true}, specs)
+	plain[512], plain[513] = 0xff, 0xff
+	require.Len(t, decodeAll(t, bytes.NewReader(plain), ReaderConfig{Markers: true}), 1)
+
+	// The two low FPDUPTR bits are read as zero, in the leading marker
+	// (FPDUPTR 0) as in the inner ones.
+	for _, tc := range []struct {
+		off int
+		low byte
+	}{{0, 1}, {0, 3}, {512, 1}, {512, 2}, {1024, 3}} {
+		b := encode(t, WriterConfig{Markers: true}, specs)
+		b[tc.off+3] |= tc.low
+		u := decodeAll(t, bytes.NewReader(b), ReaderConfig{Markers: true})
+		require.Equal(t, [][]byte{specs[0].ulpdu()}, u, "marker at %d with low bits %d", tc.off, tc.low)
+
+		// With CRC the bits are covered as received: the check fails
+		// against the sender's CRC and passes against one computed over
+		// the bytes with the bits set.
+		b = bytes.Clone(stream)
+		b[tc.off+3] |= tc.low
+		r := NewReader(bytes.NewReader(b), ReaderConfig{CRC: true, Markers: true})
+		_, err := r.ReadFPDU(make([]byte, 2048))
+		require.ErrorIs(t, err, ErrCRC, "marker at %d", tc.off)
+		binary.LittleEndian.PutUint32(b[len(b)-4:], crc32.Checksum(b[:len(b)-4], castagnoli))
+		u = decodeAll(t, bytes.NewReader(b), ReaderConfig{CRC: true, Markers: true})
+		require.Equal(t, [][]byte{specs[0].ulpdu()}, u, "marker at %d with low bits %d", tc.off, tc.low)
+	}
+
+	// Masking does not hide a wrong pointer.
+	b := encode(t, WriterConfig{Markers: true}, specs)
+	binary.BigEndian.PutUint16(b[514:], 0x200)
+	_, err := NewReader(bytes.NewReader(b), ReaderConfig{Markers: true}).ReadFPDU(make([]byte, 2048))
+	require.ErrorIs(t, err, ErrMarker)
 }
 
 // Peek never shows marker bytes, even when a marker splits the header.
@@ -116,7 +167,7 @@ func TestMarkers_PeekHidesMarkers(t *testing.T) {
 }
 
 // refMarkers lays FPDUs of the given marker-free sizes on a stream, one
-// octet at a time (an independent model of RFC 5044 §5 for the tests), and
+// octet at a time (an independent model of RFC 5044 §4.3 for the tests), and
 // returns the FPDUPTR of every marker inside each FPDU, in order, with the
 // stream offsets of those markers and the total stream length.
 func refMarkers(fpduLens []int) (ptrs [][]int, offs [][]int, total int) {

@@ -20,6 +20,13 @@ type ReaderConfig struct {
 	// BufferSize is the internal buffer's fixed size; zero means 64 KiB.
 	// It is at least 1 KiB.
 	BufferSize int
+	// ContinueAfterCRCError lets the next FPDU be read after one failed its
+	// CRC check. It is for decoders of captured streams, which report
+	// every FPDU: a connection must not set it. By default a CRC error
+	// ends the stream like any other error, as RFC 5044 §8 requires:
+	// "Once MPA delivers an error of any type, it MUST NOT pass or deliver
+	// any additional FPDUs on that half connection."
+	ContinueAfterCRCError bool
 }
 
 // DefaultReaderBuffer is the Reader's buffer size unless configured.
@@ -60,7 +67,7 @@ type Reader struct {
 	crc    uint32
 
 	ioErr  error // error from r, returned once the buffer is drained
-	broken error // fatal framing error; the stream cannot be used further
+	broken error // the error that ended the stream (RFC 5044 §8); returned from then on
 	empty  int   // consecutive reads that returned nothing and no error
 
 	m markerState
@@ -225,9 +232,12 @@ func (r *Reader) Discard(n int) error {
 // End finishes the FPDU: it skips any unread ULPDU bytes, consumes the pad
 // and the CRC field and, when CRC is in use, compares the CRC32c of the
 // length field, ULPDU, pad and markers with the field (little-endian).
-// A mismatch is an *Error with code 0x02 (ErrCRC); the stream stays framed
-// and the next FPDU can still be read, though the upper layer normally
-// terminates. Without CRC the field's content is ignored (siw sends zero).
+// A mismatch is an *Error with code 0x02 (ErrCRC), and every later call
+// returns it too (RFC 5044 §8) unless ReaderConfig.ContinueAfterCRCError is
+// set: the stream stays framed, so the next FPDU can then be read. Either
+// way the Reader does not close the stream: for error 2 that is the upper
+// layer's duty (§8). Without CRC the field's content is ignored (siw sends
+// zero).
 func (r *Reader) End() error {
 	if !r.inFPDU {
 		return fmt.Errorf("%w: End outside an FPDU", ErrState)
@@ -259,7 +269,12 @@ func (r *Reader) End() error {
 	}
 	r.inFPDU = false
 	if r.cfg.CRC && got != r.crc {
-		return protoErr(termcode.MPACRC, ErrCRC, "FPDU with ULPDU_Length %d: field 0x%08x, computed 0x%08x", r.ulpdu, got, r.crc)
+		err := protoErr(termcode.MPACRC, ErrCRC, "FPDU with ULPDU_Length %d: field 0x%08x, computed 0x%08x", r.ulpdu, got, r.crc)
+		if r.cfg.ContinueAfterCRCError {
+			return err
+		}
+		// RFC 5044 §8: no FPDU is delivered after an error.
+		return r.fail(err)
 	}
 	return nil
 }

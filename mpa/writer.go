@@ -25,7 +25,7 @@ type WriterConfig struct {
 // FPDU.
 //
 // The Writer must see the direction's FPDU stream from its first byte:
-// marker positions count from there (RFC 5044 §5). It is not safe for
+// marker positions count from there (RFC 5044 §4.3). It is not safe for
 // concurrent use.
 type Writer struct {
 	w   io.Writer
@@ -151,7 +151,7 @@ func (w *Writer) End() error {
 }
 
 // endWithMarkers lays the FPDU out in stream order, inserting a marker
-// wherever the stream position is a multiple of 512 (RFC 5044 §5). A
+// wherever the stream position is a multiple of 512 (RFC 5044 §4.3). A
 // marker at the very start of the FPDU precedes the length field and has
 // FPDUPTR 0; a later one holds its distance back to the length field. The
 // CRC covers the markers.

@@ -38,7 +38,7 @@ func TestWriter_Abandon(t *testing.T) {
 				require.NoError(t, w.WriteFPDU(hdr, payload))
 			}
 			require.NoError(t, w.Begin(hdr)) // one being built, too
-			w.consume(tc.written)           // what a partial writev leaves
+			w.consume(tc.written)            // what a partial writev leaves
 			require.Equal(t, tc.boundary, w.Abandon(), "%+v %s", cfg, tc.name)
 			require.Zero(t, w.Pending())
 			require.Zero(t, w.Buffered())

@@ -126,3 +126,8 @@ func hex2(v uint8) string {
 	}
 	return string([]byte{digits[v>>4], digits[v&0x0f]})
 }
+
+func hex2pad(v uint8) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{digits[v>>4], digits[v&0x0f]})
+}

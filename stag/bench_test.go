@@ -193,3 +193,78 @@ func BenchmarkRemoteInvalidateRefused(b *testing.B) {
 		}
 	}
 }
+
+// The receive path's lookup for a placement: LookupRemote then ReleaseRemote.
+func BenchmarkLookupRemoteHit(b *testing.B) {
+	pd, r := benchRegion(b)
+	s, to := r.STag(), r.TO(4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		got, buf, f := pd.LookupRemote(s, to, 1460, RemoteWrite)
+		if f != OK {
+			b.Fatal(f)
+		}
+		sinkBytes = buf
+		got.ReleaseRemote()
+	}
+}
+
+// A local invalidate work request naming an STag (already invalid, so every
+// iteration takes the same path): lock-free.
+func BenchmarkInvalidate(b *testing.B) {
+	pd, r := benchRegion(b)
+	if err := r.Invalidate(); err != nil {
+		b.Fatal(err)
+	}
+	s := r.STag()
+	b.ReportAllocs()
+	for b.Loop() {
+		if f := pd.Invalidate(s); f != OK {
+			b.Fatal(f)
+		}
+	}
+}
+
+// Lookups spread over 4096 of 100,000 live regions, so that the index
+// structure is not all in the first-level cache.
+func BenchmarkLookupHitLarge(b *testing.B) {
+	tab := newTable(b, WithSeed([32]byte{9}))
+	pd := tab.NewPD()
+	buf := make([]byte, 64)
+	var ss []STag
+	for i := 0; i < 100000; i++ {
+		r := register(b, pd, buf, LocalWrite|RemoteWrite, BaseZero())
+		if i%24 == 0 && len(ss) < 4096 {
+			ss = append(ss, r.STag())
+		}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, f := pd.Lookup(ss[i&4095], 0, 64, RemoteWrite); f != OK {
+			b.Fatal(f)
+		}
+		i++
+	}
+}
+
+// Random guesses against a table of 100,000 regions: what a peer probing for
+// STags costs the receive path.
+func BenchmarkLookupMissLarge(b *testing.B) {
+	tab := newTable(b, WithSeed([32]byte{9}))
+	pd := tab.NewPD()
+	buf := make([]byte, 64)
+	for i := 0; i < 100000; i++ {
+		register(b, pd, buf, LocalWrite|RemoteWrite, BaseZero())
+	}
+	var guesses [4096]STag
+	for i := range guesses {
+		guesses[i] = STag(uint32(i)*0x9E3779B1 | 1<<31)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		_, _ = pd.Lookup(guesses[i&4095], 0, 64, RemoteWrite)
+		i++
+	}
+}

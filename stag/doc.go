@@ -10,9 +10,18 @@
 // as in the verbs model that siw and hardware RNICs follow.
 //
 // The receive path calls PD.Lookup once per tagged segment. It takes no lock
-// and allocates nothing: the index is resolved through a two-level table of
-// atomically published pointers, and the region's STag, state and reference
-// count live in one atomic word that is read once. Lookup returns the exact
+// and allocates nothing: the index is resolved through an open-addressing
+// hash table whose slot array is published atomically (and replaced, not
+// changed in place, when it is resized), and the region's STag, state and
+// reference count live in one atomic word that is read once.
+//
+// STags cannot be derived from one another: each registration draws its
+// index uniformly from the table's free indices and its key at random, so a
+// peer that knows one STag needs about 2^31 guesses for the next one
+// registered (docs/rfc-notes/stag.md). A peer can reach every region of the
+// PDs its connections belong to, so give each untrusted peer its own PD, as
+// RFC 5042 recommends: a guess that names another PD's region fails with
+// PDMismatch. Lookup returns the exact
 // sub-slice of registered memory the segment addresses, so the caller can read
 // the payload from the socket straight into it.
 //

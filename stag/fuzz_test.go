@@ -19,7 +19,24 @@ type modelReg struct {
 	noRemote bool
 }
 
-type model struct{ regs []*modelReg }
+type model struct {
+	regs    []*modelReg
+	retired []STag // every STag that stopped naming its region, in order
+}
+
+// issued checks a newly handed-out STag: its index is not live elsewhere, and
+// it is none of the last quarantineLen retired STags.
+func (m *model) issued(t *testing.T, s STag, self *modelReg) {
+	t.Helper()
+	if x := m.live(s.Index()); x != nil && x != self {
+		t.Fatalf("index %#x handed out twice", s.Index())
+	}
+	for _, x := range m.retired[max(0, len(m.retired)-quarantineLen):] {
+		if x == s {
+			t.Fatalf("retired STag %v handed out again", s)
+		}
+	}
+}
 
 func (m *model) live(index uint32) *modelReg {
 	for _, x := range m.regs {
@@ -80,12 +97,17 @@ func (m *model) remoteInvalidate(s STag, pd int) Failure {
 // invalidations chosen by ops, mirrors them in the model, and then checks one
 // arbitrary lookup (and every remote invalidation along the way) against the
 // model. A successful lookup must return exactly the addressed bytes of the
-// addressed registration, never anything else.
+// addressed registration, never anything else. Bulk registrations and
+// deregistrations make the hash table grow and shrink; its invariants
+// (checkTable) and the quarantine of retired STags are checked after every
+// operation.
 func FuzzLookup(f *testing.F) {
 	// ops encoding: register = 0|1, len-1, slot, base mode (2 and 3 take one
 	// more byte), pd, access (bit 4: NoRemoteInvalidate); deregister = 2, reg;
 	// invalidate = 3, reg; remote invalidate = 4, reg, key flip, pd;
-	// revalidate = 5, reg. mode: bit 0 addresses a registration (rawSTag
+	// revalidate = 5, reg; bulk register = 6, count-1 (up to 32 regions,
+	// all rights, zero-based); bulk deregister = 7, count-1 (the oldest live
+	// registrations). mode: bit 0 addresses a registration (rawSTag
 	// picks it, bits 4-7 flip key bits), bit 1 selects the PD, bit 2 makes
 	// to relative to that registration's base.
 	f.Add([]byte{0, 10, 0, 0, 0, 15}, uint32(0), uint8(1|4), uint64(0), uint64(11), uint8(RemoteWrite))                        // OK, whole region
@@ -106,12 +128,15 @@ func FuzzLookup(f *testing.F) {
 	f.Add([]byte{0, 10, 0, 2, 1, 0, 15}, uint32(0), uint8(1|4), ^uint64(0), uint64(1), uint8(0))                               // below base (wrapped to)
 	f.Add([]byte{0, 10, 0, 0, 0, 15}, uint32(0), uint8(1|0x10), uint64(0), uint64(1), uint8(0))                                // wrong key
 	f.Add([]byte{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, uint32(0xffffffff), uint8(0), uint64(1<<63), uint64(1<<63), uint8(15))         // raw STag
+	f.Add([]byte{6, 31, 6, 31, 7, 20, 0, 10, 0, 0, 0, 15}, uint32(0), uint8(1|4), uint64(0), uint64(11), uint8(RemoteWrite))   // grown, shrunk, OK
+	f.Add([]byte{6, 31, 6, 31, 6, 31, 7, 31, 7, 31, 7, 31, 6, 3}, uint32(5), uint8(1|4), uint64(0), uint64(1), uint8(0))       // filled, emptied, refilled
 
 	f.Fuzz(func(t *testing.T, ops []byte, rawSTag uint32, mode uint8, to, length uint64, need uint8) {
 		if len(ops) > 512 {
 			ops = ops[:512] // bound the work per input
 		}
-		tab, err := NewTable(WithSeed([32]byte{1}), withIndexRange(0x100, 0x10f))
+		const span = 64
+		tab, err := NewTable(WithSeed([32]byte{1}), withIndexRange(0x100, 0x100+span-1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +158,7 @@ func FuzzLookup(f *testing.F) {
 			return m.regs[int(next())%len(m.regs)]
 		}
 		for len(ops) > 0 {
-			switch next() % 6 {
+			switch next() % 8 {
 			case 0, 1: // register
 				n := 1 + int(next())%64
 				slot := int(next()) % 64
@@ -151,7 +176,7 @@ func FuzzLookup(f *testing.F) {
 				}
 				pd := int(next()) % 2
 				a := next()
-				full := m.liveCount() == 16
+				full := m.liveCount() == span
 				r, err := pds[pd].Register(buf, Access(a&15), b, optIf(a&16 != 0))
 				if Access(a&15).Validate() != nil {
 					if err == nil {
@@ -174,9 +199,7 @@ func FuzzLookup(f *testing.F) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if prev := m.live(r.STag().Index()); prev != nil {
-					t.Fatalf("index %#x handed out twice", r.STag().Index())
-				}
+				m.issued(t, r.STag(), nil)
 				m.regs = append(m.regs, &modelReg{r: r, s: r.STag(), pd: pd, buf: buf,
 					base: r.Base(), access: Access(a & 15), state: StateValid, noRemote: a&16 != 0})
 			case 2: // deregister
@@ -184,6 +207,9 @@ func FuzzLookup(f *testing.F) {
 					err := x.r.Deregister()
 					if (x.state == StateFree) != (err == ErrDeregistered) || (x.state != StateFree && err != nil) {
 						t.Fatalf("deregister in state %v: %v", x.state, err)
+					}
+					if x.state != StateFree {
+						m.retired = append(m.retired, x.s)
 					}
 					x.state = StateFree
 				}
@@ -213,6 +239,8 @@ func FuzzLookup(f *testing.F) {
 						if err != nil || s.Index() != x.s.Index() || s.Key() == x.s.Key() {
 							t.Fatalf("revalidate: %v %v (was %v)", s, err, x.s)
 						}
+						m.issued(t, s, x)
+						m.retired = append(m.retired, x.s)
 						x.s, x.state = s, StateValid
 					case StateValid:
 						if err != ErrNotInvalid {
@@ -224,6 +252,38 @@ func FuzzLookup(f *testing.F) {
 						}
 					}
 				}
+			case 6: // bulk register
+				for n := 1 + int(next())%32; n > 0 && m.liveCount() < span; n-- {
+					slot := len(m.regs) % 64
+					buf := arena[slot*64 : slot*64+64]
+					pd := len(m.regs) % 2
+					r, err := pds[pd].Register(buf, allAccess, BaseZero())
+					if err != nil {
+						t.Fatal(err)
+					}
+					m.issued(t, r.STag(), nil)
+					m.regs = append(m.regs, &modelReg{r: r, s: r.STag(), pd: pd, buf: buf,
+						base: 0, access: allAccess, state: StateValid})
+				}
+			case 7: // bulk deregister
+				n := 1 + int(next())%32
+				for _, x := range m.regs {
+					if n == 0 {
+						break
+					}
+					if x.state != StateFree {
+						if err := x.r.Deregister(); err != nil {
+							t.Fatal(err)
+						}
+						m.retired = append(m.retired, x.s)
+						x.state = StateFree
+						n--
+					}
+				}
+			}
+			checkTable(t, tab)
+			if n := tableSlots(tab); n > max(minSlots, 16*tab.Len()) {
+				t.Fatalf("%d slots for %d regions", n, tab.Len())
 			}
 		}
 

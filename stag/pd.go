@@ -34,10 +34,15 @@ const (
 )
 
 // Register registers buf with the given rights and base TO, and returns the
-// region with a fresh STag. The index follows the previous one by a random
-// stride (cyclically, from a random start) and the key is random and differs
-// from the key last used at that index, so a peer cannot derive a valid STag
-// from one it has seen.
+// region with a fresh STag: an index drawn uniformly from the table's free
+// indices and a random key, so that a peer cannot derive a valid STag from
+// the ones it has seen (docs/rfc-notes/stag.md gives the expected number of
+// guesses). None of the table's last 128 retired STags (deregistered, or
+// replaced by Revalidate) is handed out again.
+//
+// Every peer of a PD can reach every region of that PD by guessing its STag,
+// so give each untrusted peer its own PD (the RFC 5042 model): a guess that
+// lands on another PD's region fails with PDMismatch and touches nothing.
 func (pd *PD) Register(buf []byte, access Access, base Base, opts ...RegisterOption) (*Region, error) {
 	return pd.RegisterAttached(buf, access, base, nil, opts...)
 }
@@ -69,7 +74,7 @@ func (pd *PD) RegisterAttached(buf []byte, access Access, base Base, attachment 
 		return nil, ErrTableFull
 	}
 	idx := t.allocIndex()
-	s := MakeSTag(idx, t.pickKey(idx))
+	s := MakeSTag(idx, t.pickKey(idx, -1))
 	r := &Region{
 		pd:          pd,
 		buf:         buf,
@@ -104,15 +109,28 @@ func (pd *PD) Lookup(s STag, to, length uint64, need Access) ([]byte, Failure) {
 }
 
 func (pd *PD) lookup(s STag, to, length uint64, need Access) (*Region, []byte, Failure) {
-	r := pd.t.load(s.Index())
-	if r == nil {
-		return nil, nil, InvalidSTag
+	// Table.find, written out so that it also stops at the index's region
+	// when only the key is wrong, instead of probing on to a nil slot: this
+	// is the receive path's lookup, once per tagged segment. One load gives
+	// STag and state
+	// together; the full 32 bits must match, so a stale slot array or a
+	// reused index cannot hand out another region.
+	slots := pd.t.slots.Load().slots
+	if len(slots) == 0 {
+		return nil, nil, InvalidSTag // never: lets the compiler drop the bounds checks
 	}
-	// One load gives STag and state together; the full 32 bits must match,
-	// so a stale page or a reused index cannot hand out another region.
-	w := r.word.Load()
-	if wordSTag(w) != s {
-		return nil, nil, InvalidSTag
+	var r *Region
+	var w uint64
+	for i := uint(s.Index()); ; i++ {
+		if r = slots[i&uint(len(slots)-1)].Load(); r == nil {
+			return nil, nil, InvalidSTag
+		}
+		if w = r.word.Load(); wordSTag(w) == s {
+			break
+		}
+		if wordSTag(w)>>KeyBits == s>>KeyBits { // the index's region, another key
+			return nil, nil, InvalidSTag
+		}
 	}
 	switch wordState(w) {
 	case StateValid:
@@ -218,12 +236,8 @@ func within(off, n, size uint64) bool { return off <= size && n <= size-off }
 // InvalidSTag, a region of another PD gives PDMismatch. Invalidating an
 // already invalid region succeeds (verbs semantics, as siw).
 func (pd *PD) Invalidate(s STag) Failure {
-	r := pd.t.load(s.Index())
-	if r == nil {
-		return InvalidSTag
-	}
+	r, w := pd.t.find(s)
 	for {
-		w := r.word.Load()
 		if wordSTag(w) != s || wordState(w) == StateFree {
 			return InvalidSTag
 		}
@@ -236,6 +250,7 @@ func (pd *PD) Invalidate(s STag) Failure {
 		if r.word.CompareAndSwap(w, withState(w, StateInvalid)) {
 			return OK
 		}
+		w = r.word.Load()
 	}
 }
 
@@ -255,12 +270,8 @@ func (pd *PD) Invalidate(s STag) Failure {
 // siw is more lenient: it does not compare the key and lets an invalid STag
 // be invalidated again. The stricter rules cost nothing toward a correct peer.
 func (pd *PD) RemoteInvalidate(s STag) Failure {
-	r := pd.t.load(s.Index())
-	if r == nil {
-		return CannotInvalidate
-	}
+	r, w := pd.t.find(s)
 	for {
-		w := r.word.Load()
 		if wordSTag(w) != s || wordState(w) == StateFree {
 			return CannotInvalidate
 		}
@@ -273,5 +284,6 @@ func (pd *PD) RemoteInvalidate(s STag) Failure {
 		if r.word.CompareAndSwap(w, withState(w, StateInvalid)) {
 			return OK
 		}
+		w = r.word.Load()
 	}
 }

@@ -73,19 +73,22 @@ func withState(w uint64, st State) uint64 {
 
 // Region is a registered buffer. Its buffer, base, rights and PD never
 // change; its STag changes only through Revalidate.
+//
+// The fields a lookup reads come first, so that they share the object's
+// first 64 bytes.
 type Region struct {
+	word  atomic.Uint64
+	index uint32
+	// remote counts remote accesses in progress: placements of a peer's
+	// segment and Read Responses being sent (LookupRemote, ReleaseRemote).
+	remote      atomic.Int32
 	pd          *PD
-	buf         []byte
-	base        uint64
-	index       uint32
 	access      Access
 	kind        Kind
 	noRemoteInv bool
+	base        uint64
+	buf         []byte
 	attachment  any
-	word        atomic.Uint64
-	// remote counts remote accesses in progress: placements of a peer's
-	// segment and Read Responses being sent (LookupRemote, ReleaseRemote).
-	remote atomic.Int32
 }
 
 // STag returns the region's current STag.
@@ -196,8 +199,9 @@ func (r *Region) Invalidate() error {
 }
 
 // Revalidate makes an invalidated region valid again under a fresh STag: same
-// index, a new random key that differs from the previous one, so the STag
-// that was invalidated stays unusable. It returns the new STag.
+// index, a new random key that differs from the previous one and from the
+// table's last retired STags, so the STag that was invalidated stays
+// unusable. It returns the new STag.
 func (r *Region) Revalidate() (STag, error) {
 	t := r.pd.t
 	t.mu.Lock()
@@ -208,7 +212,8 @@ func (r *Region) Revalidate() (STag, error) {
 	case StateValid:
 		return 0, ErrNotInvalid
 	}
-	s := MakeSTag(r.index, t.pickKey(r.index))
+	old := r.STag()
+	s := MakeSTag(r.index, t.pickKey(r.index, int(old.Key())))
 	for {
 		w := r.word.Load()
 		// Only Acquire and Release can race with us here: invalidation
@@ -218,6 +223,7 @@ func (r *Region) Revalidate() (STag, error) {
 			break
 		}
 	}
+	t.retire(old)
 	t.noteIssued(s)
 	return s, nil
 }
@@ -240,9 +246,9 @@ func (r *Region) Deregister() error {
 			return ErrBusy
 		}
 		if r.word.CompareAndSwap(w, withState(w, StateFree)) {
-			break
+			t.unpublish(r)
+			t.retire(wordSTag(w))
+			return nil
 		}
 	}
-	t.unpublish(r.index)
-	return nil
 }

@@ -1,60 +1,67 @@
 package main
 
 import (
-	"errors"
-	"flag"
+	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/iwarp-go/iwarp-go/dissect"
 )
 
-func init() {
-	register("decode", command{
-		summary: "print the iWARP dissection of a pcap or pcapng capture",
-		run:     runDecode,
-	})
+func decodeUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: iwarp-peer decode FILE [--json] [--tshark]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Decodes the MPA, DDP and RDMAP traffic of every TCP connection in a pcap or")
+	fmt.Fprintln(w, "pcapng capture (gzip allowed): the MPA setup, then every FPDU with its frames,")
+	fmt.Fprintln(w, "CRC verdict and headers, in capture order. A capture cut short (tcpdump killed")
+	fmt.Fprintln(w, "while writing) is decoded up to the record it ends in, and the output says where.")
+	fmt.Fprintln(w)
 }
 
-// runDecode implements "iwarp-peer decode FILE [--json]".
-func runDecode(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("decode", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print one JSON document instead of text")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: iwarp-peer decode FILE [--json]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Decodes the MPA, DDP and RDMAP traffic of every TCP connection in a pcap or")
-		fmt.Fprintln(stderr, "pcapng capture (gzip allowed): the MPA setup, then every FPDU with its frames,")
-		fmt.Fprintln(stderr, "CRC verdict and headers, in capture order.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
+// runDecode implements "iwarp-peer decode FILE [--json] [--tshark]".
+func runDecode(_ context.Context, args []string, std stdio) error {
+	f := newFlags("decode", std, decodeUsage, true)
+	asJSON := f.Bool("json", false, "print one JSON document instead of text")
+	tshark := f.Bool("tshark", false, "print the tshark command that dissects FILE the same way (RPC-over-RDMA heuristic off), instead of decoding it")
 	// Flags may come before or after the file name.
 	var files []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return err
-			}
-			return errUsage // flag has printed the mistake and the usage
+		if err := f.parse(args); err != nil {
+			return err
 		}
-		if fs.NArg() == 0 {
+		if f.NArg() == 0 {
 			break
 		}
-		files = append(files, fs.Arg(0))
-		args = fs.Args()[1:]
+		files = append(files, f.Arg(0))
+		args = f.Args()[1:]
 	}
 	if len(files) != 1 {
-		fs.Usage()
-		return errUsage
+		return f.badUsage("give one capture file")
+	}
+	if *tshark {
+		words := dissect.TsharkCommand(files[0])
+		for i, w := range words {
+			words[i] = shellQuote(w)
+		}
+		fmt.Fprintln(std.out, strings.Join(words, " "))
+		return nil
 	}
 	d, err := dissect.DecodeFile(files[0])
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		return d.WriteJSON(stdout)
+		return d.WriteJSON(std.out)
 	}
-	return d.WriteText(stdout)
+	return d.WriteText(std.out)
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// letters, digits and -_./:=,+@%.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

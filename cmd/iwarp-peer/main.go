@@ -1,44 +1,60 @@
-// Command iwarp-peer is an iWARP endpoint built on iwarp-go: a demo over
-// loopback, an rping-compatible client and server, a benchmark, and a
-// capture decoder.
+// Command iwarp-peer is an iWARP endpoint built on iwarp-go. Its commands:
 //
-//	iwarp-peer demo [--pcap FILE]
-//	iwarp-peer rping -s|-c [-a ADDR] [-p PORT] [-C COUNT] [-S SIZE] [-v] [-V] ...
-//	iwarp-peer bench -s|-c ... | --loopback --compare-tcp ...
-//	iwarp-peer decode FILE.pcap [--json]
+//	bench     bandwidth and latency between two iwarp-go peers, beside raw Go TCP
+//	decode    print the iWARP dissection of a pcap or pcapng capture
+//	demo      client and server over loopback: Send/Receive, RDMA Write and Read, every byte verified
+//	iwtest    the iwtest RDMA test peer (interop/siw/cprog/PROTOCOL.md), client or server
+//	mpa-demo  walk through MPA connection setup and FPDU framing over loopback TCP
+//	perftest  perftest's ib_*_bw/ib_*_lat over rdma_cm (-R), client or server
+//	rping     rping-compatible client and server (rdma-core's rping over siw)
+//
+// "iwarp-peer COMMAND -h" prints a command's flags. This package holds the
+// command lines and their output; the protocols are importable packages
+// (internal/rping, internal/iwtest, internal/bench, internal/demo, package
+// dissect). A command is one entry in the commands table and one file.
 package main
 
 import (
+	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"sort"
+	"os/signal"
+	"syscall"
 )
 
-// command is one subcommand. run gets the arguments after the
-// subcommand's name and writes its normal output to stdout.
+// command is one subcommand. run gets the arguments after the command's
+// name; ctx ends when the process is interrupted (SIGINT or SIGTERM), with
+// the signal as its cause.
 type command struct {
-	summary string
-	run     func(args []string, stdout, stderr io.Writer) error
+	name, summary string
+	run           func(ctx context.Context, args []string, std stdio) error
 }
 
-// commands holds the subcommands; each file registers its own in init.
-var commands = map[string]command{}
-
-func register(name string, c command) {
-	if _, dup := commands[name]; dup {
-		panic("iwarp-peer: subcommand registered twice: " + name)
-	}
-	commands[name] = c
+// commands is the table of subcommands, in the order -h lists them.
+var commands = []command{
+	{"bench", "bandwidth and latency between two iwarp-go peers, beside raw Go TCP", runBench},
+	{"decode", "print the iWARP dissection of a pcap or pcapng capture", runDecode},
+	{"demo", "client and server over loopback: Send/Receive, RDMA Write and Read, every byte verified", runDemo},
+	{"iwtest", "the iwtest RDMA test peer (interop/siw/cprog/PROTOCOL.md), client or server", runIwtest},
+	{"mpa-demo", "walk through MPA connection setup and FPDU framing over loopback TCP", runMPADemo},
+	{"perftest", "perftest's ib_*_bw/ib_*_lat over rdma_cm (-R), client or server", runPerftest},
+	{"rping", "rping-compatible client and server (rdma-core's rping over siw)", runRping},
 }
 
-// errUsage reports a command-line mistake; the message has been printed.
-var errUsage = errors.New("usage")
+// stdio is where a command writes: its results on out, diagnostics on err.
+type stdio struct{ out, err io.Writer }
 
-// reportedError is a failure the subcommand has already described on
-// stderr in its own words (rping's messages, say); run adds nothing.
+var (
+	// errHelp: -h; the usage has been printed on stdout (exit 0).
+	errHelp = errors.New("help")
+	// errUsage: a command-line mistake, described on stderr (exit 2).
+	errUsage = errors.New("usage")
+)
+
+// reportedError is a failure the command has already described on stderr
+// in its own words (rping's messages, say); run adds nothing.
 type reportedError struct{ error }
 
 func (e reportedError) Unwrap() error { return e.error }
@@ -54,45 +70,93 @@ func reported(err error) error {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: iwarp-peer <command> [arguments]")
 	fmt.Fprintln(w)
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'iwarp-peer <command> -h' for a command's flags.")
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stderr)
-		if len(args) == 0 {
-			return 2
+func lookup(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
 		}
-		return 0
 	}
-	c, ok := commands[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "iwarp-peer: unknown command %q\n\n", args[0])
-		usage(stderr)
+	return command{}, false
+}
+
+// run runs the command line args and returns the exit status.
+func run(ctx context.Context, args []string, std stdio) int {
+	if len(args) == 0 {
+		usage(std.err)
 		return 2
 	}
-	if err := c.run(args[1:], stdout, stderr); err != nil {
-		if errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp) {
-			return 2
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		if len(args) == 1 {
+			usage(std.out)
+			return 0
 		}
-		if errors.As(err, new(reportedError)) {
-			return 1
-		}
-		fmt.Fprintf(stderr, "iwarp-peer %s: %v\n", args[0], err)
+		args = []string{args[1], "-h"} // "help rping" is "rping -h"
+	}
+	c, ok := lookup(args[0])
+	if !ok {
+		fmt.Fprintf(std.err, "iwarp-peer: unknown command %q\n\n", args[0])
+		usage(std.err)
+		return 2
+	}
+	err := c.run(ctx, args[1:], std)
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	case errors.As(err, new(reportedError)):
 		return 1
 	}
-	return 0
+	fmt.Fprintf(std.err, "iwarp-peer %s: %v\n", c.name, err)
+	return 1
+}
+
+// stopped ends the run of a server that returned cleanly: if a signal
+// stopped it, it says so in one line.
+func stopped(ctx context.Context, name string, std stdio) error {
+	if cause := context.Cause(ctx); cause != nil {
+		fmt.Fprintf(std.err, "iwarp-peer %s: server stopped (%v)\n", name, cause)
+	}
+	return nil
+}
+
+// signalError is the cause of a context a signal cancelled.
+type signalError struct{ os.Signal }
+
+func (e signalError) Error() string { return e.Signal.String() }
+
+// interruptible returns a context that the first SIGINT or SIGTERM
+// cancels, with the signal as its cause; a second one kills the process
+// as usual.
+func interruptible() (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-ch:
+			signal.Stop(ch)
+			cancel(signalError{s})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		cancel(nil)
+	}
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	ctx, stop := interruptible()
+	code := run(ctx, os.Args[1:], stdio{os.Stdout, os.Stderr})
+	stop()
+	os.Exit(code)
 }

@@ -2,7 +2,13 @@ package main
 
 import (
 	"bytes"
-	"io"
+	"context"
+	"go/parser"
+	"go/token"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,21 +20,77 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-func TestDispatch(t *testing.T) {
+// runCmd runs a command line and returns its exit status and output.
+func runCmd(ctx context.Context, args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
-	require.Equal(t, 2, run(nil, &out, &errb))
-	require.Contains(t, errb.String(), "usage: iwarp-peer")
-	errb.Reset()
-	require.Equal(t, 2, run([]string{"no-such-command"}, &out, &errb))
-	require.Contains(t, errb.String(), `unknown command "no-such-command"`)
+	code = run(ctx, args, stdio{&out, &errb})
+	return code, out.String(), errb.String()
+}
 
-	called := false
-	register("test-only", command{summary: "x", run: func(args []string, stdout, stderr io.Writer) error {
-		called = true
-		require.Equal(t, []string{"a"}, args)
-		return nil
-	}})
-	defer delete(commands, "test-only")
-	require.Equal(t, 0, run([]string{"test-only", "a"}, &out, &errb))
-	require.True(t, called)
+func TestDispatch(t *testing.T) {
+	ctx := context.Background()
+	code, out, errb := runCmd(ctx)
+	require.Equal(t, 2, code)
+	require.Contains(t, errb, "usage: iwarp-peer")
+	require.Empty(t, out)
+	code, _, errb = runCmd(ctx, "no-such-command")
+	require.Equal(t, 2, code)
+	require.Contains(t, errb, `unknown command "no-such-command"`)
+	for _, h := range []string{"-h", "--help", "help"} {
+		code, out, errb = runCmd(ctx, h)
+		require.Equal(t, 0, code, h)
+		require.Empty(t, errb)
+		for _, c := range commands {
+			require.Regexp(t, "(?m)^  "+regexp.QuoteMeta(c.name)+" +"+regexp.QuoteMeta(c.summary)+"$", out, "one indented line per command")
+		}
+	}
+	code, out, _ = runCmd(ctx, "help", "rping")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "usage: iwarp-peer rping -s")
+}
+
+// The table is the one list of commands: unique names, in order, each
+// described in the package documentation and in the README.
+func TestCommandsTable(t *testing.T) {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	require.True(t, slices.IsSorted(names), "%v", names)
+	require.Len(t, slices.Compact(slices.Clone(names)), len(names))
+
+	f, err := parser.ParseFile(token.NewFileSet(), "main.go", nil, parser.ParseComments|parser.PackageClauseOnly)
+	require.NoError(t, err)
+	doc := f.Doc.Text()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	for _, c := range commands {
+		require.Regexp(t, "(?m)^\t"+regexp.QuoteMeta(c.name)+" +"+regexp.QuoteMeta(c.summary)+"$", doc, "package doc")
+		require.Contains(t, string(readme), "iwarp-peer "+c.name, "README")
+	}
+}
+
+// -h prints the command's usage on stdout and exits 0; a mistake exits 2
+// and says why on stderr; every command.
+func TestHelpAndMistakes(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range commands {
+		t.Run(c.name, func(t *testing.T) {
+			for _, h := range []string{"-h", "--help"} {
+				code, out, errb := runCmd(ctx, c.name, h)
+				require.Equal(t, 0, code, errb)
+				require.True(t, strings.HasPrefix(out, "usage: iwarp-peer "+c.name), "%q", out)
+				require.Empty(t, errb)
+			}
+			for _, args := range [][]string{{"--no-such-flag"}, {"extra", "words", "here"}} {
+				code, out, errb := runCmd(ctx, append([]string{c.name}, args...)...)
+				require.Equal(t, 2, code, "%v: %s", args, errb)
+				require.NotEmpty(t, errb, "%v says why", args)
+				require.Empty(t, out)
+			}
+		})
+	}
+	code, _, errb := runCmd(ctx, "mpa-demo", "extra")
+	require.Equal(t, 2, code)
+	require.Contains(t, errb, `iwarp-peer mpa-demo: unexpected argument "extra"`)
 }

@@ -6,12 +6,11 @@ import (
 	"strings"
 
 	"github.com/iwarp-go/iwarp-go/conn"
-	"github.com/iwarp-go/iwarp-go/mpa"
 )
 
-// mpaFlags are the connection-setup flags shared by the subcommands that
-// interoperate with other iWARP stacks. The zero value of each field means
-// "not given": the subcommand's role decides the default.
+// mpaFlags are the connection-setup flags of the commands that
+// interoperate with other iWARP stacks. A flag not given adds no option:
+// the command's package applies its own defaults.
 type mpaFlags struct {
 	crc        string // off | preferred | required
 	rev        int    // 1 | 2
@@ -26,18 +25,7 @@ func (m *mpaFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.p2p, "p2p", "", "peer-to-peer RTR types offered (client) or accepted (server): none, write, read, send, or a comma list")
 }
 
-// parseCRC maps a --crc value to the library's mode.
-func parseCRC(s string) (conn.CRCMode, error) {
-	switch s {
-	case "off":
-		return conn.CRCOff, nil
-	case "preferred":
-		return conn.CRCPreferred, nil
-	case "required":
-		return conn.CRCRequired, nil
-	}
-	return 0, fmt.Errorf("--crc %q: want off, preferred or required", s)
-}
+var crcModes = map[string]conn.CRCMode{"off": conn.CRCOff, "preferred": conn.CRCPreferred, "required": conn.CRCRequired}
 
 // parseRTR maps a --p2p value to a set of RTR types; none is the empty set.
 func parseRTR(s string) (conn.RTR, error) {
@@ -60,26 +48,18 @@ func parseRTR(s string) (conn.RTR, error) {
 	return r, nil
 }
 
-// roleDefaults are what a role uses for the flags that were not given.
-type roleDefaults struct {
-	crc string
-	p2p string
-}
-
-// options validates the flags and turns them into library options.
-func (m *mpaFlags) options(def roleDefaults) ([]conn.Option, error) {
-	crcName := m.crc
-	if crcName == "" {
-		crcName = def.crc
+// options validates the flags given and turns them into connection
+// options. The revision and Enhanced options switch peer-to-peer off, so
+// the RTR choice comes last.
+func (m *mpaFlags) options() ([]conn.Option, error) {
+	var opts []conn.Option
+	if m.crc != "" {
+		mode, ok := crcModes[m.crc]
+		if !ok {
+			return nil, fmt.Errorf("--crc %q: want off, preferred or required", m.crc)
+		}
+		opts = append(opts, conn.WithCRC(mode))
 	}
-	crc, err := parseCRC(crcName)
-	if err != nil {
-		return nil, err
-	}
-	// rping and iwtest talk to rdma-core programs, which see the MPA
-	// private data exactly: send what the user gave, without iwarp-go's
-	// peer trailer.
-	opts := []conn.Option{conn.WithCRC(crc), conn.WithoutPeerTrailer()}
 	switch m.rev {
 	case 0:
 	case 1, 2:
@@ -93,62 +73,18 @@ func (m *mpaFlags) options(def roleDefaults) ([]conn.Option, error) {
 		}
 		opts = append(opts, conn.WithoutEnhanced())
 	}
-	p2pName := m.p2p
-	if p2pName == "" {
-		p2pName = def.p2p
+	if m.p2p == "" {
+		return opts, nil
 	}
-	rtr, err := parseRTR(p2pName)
+	rtr, err := parseRTR(m.p2p)
 	if err != nil {
 		return nil, err
 	}
-	if rtr != 0 && (m.rev == 1 || m.noEnhanced) {
-		if m.p2p != "" {
-			return nil, fmt.Errorf("--p2p %s needs MPA revision 2 with the Enhanced flag", m.p2p)
-		}
-		rtr = 0 // a role default gives way to an explicit revision
-	}
-	// The revision and Enhanced options switch peer-to-peer off, so the
-	// RTR choice comes last.
 	if rtr == 0 {
-		opts = append(opts, conn.WithoutP2P())
-	} else {
-		opts = append(opts, conn.WithP2P(rtr))
+		return append(opts, conn.WithoutP2P()), nil
 	}
-	return opts, nil
-}
-
-// describeSetup is a one-line account of what connection setup settled.
-func describeSetup(r *mpa.Result) string {
-	if r == nil {
-		return "not connected"
+	if m.rev == 1 || m.noEnhanced {
+		return nil, fmt.Errorf("--p2p %s needs MPA revision 2 with the Enhanced flag", m.p2p)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "MPA rev %d", r.Revision)
-	switch {
-	case r.IRDORDKnown:
-		b.WriteString(" enhanced")
-	case r.Revision == 2:
-		b.WriteString(" (no Enhanced flag)")
-	}
-	if r.CRC {
-		b.WriteString(", CRC32c on")
-	} else {
-		b.WriteString(", CRC off")
-	}
-	if r.SendMarkers || r.RecvMarkers {
-		fmt.Fprintf(&b, ", markers sent %t received %t", r.SendMarkers, r.RecvMarkers)
-	} else {
-		b.WriteString(", no markers")
-	}
-	if r.P2P {
-		fmt.Fprintf(&b, ", peer-to-peer with %s RTR", r.RTR)
-	} else {
-		b.WriteString(", no peer-to-peer")
-	}
-	if r.IRDORDKnown {
-		fmt.Fprintf(&b, ", IRD %d / ORD %d (peer IRD %d / ORD %d)", r.IRD, r.ORD, r.PeerIRD, r.PeerORD)
-	} else {
-		b.WriteString(", no IRD/ORD exchange")
-	}
-	return b.String()
+	return append(opts, conn.WithP2P(rtr)), nil
 }

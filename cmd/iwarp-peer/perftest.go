@@ -2,37 +2,24 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/conn"
 	"github.com/iwarp-go/iwarp-go/perftest"
 )
 
-func init() {
-	register("perftest", command{
-		summary: "perftest's ib_*_bw/ib_*_lat over rdma_cm (-R), client or server",
-		run: func(args []string, stdout, stderr io.Writer) error {
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return runPerftest(ctx, args, stdout, stderr)
-		},
-	})
-}
-
-const perftestUsage = `usage: iwarp-peer perftest OP [options] [SERVER]
+func perftestUsage(w io.Writer) {
+	fmt.Fprint(w, `usage: iwarp-peer perftest OP [options] [SERVER]
   OP is write_bw, read_bw, send_bw, write_lat, read_lat or send_lat; with SERVER
   this side is the client of a perftest server there, without it the server.
   Options are perftest's and mean what they mean there:
-  -p, --port=<port>      listen on or connect to <port> (default 18515)
+  -p, --port=<port>      listen on or connect to <port> (default 18515; a server's 0
+                         picks a free one and prints it)
   -s, --size=<size>      message size; K and M suffixes (default 65536 bw, 2 lat)
   -n, --iters=<iters>    messages (at least 5, default 5000 write_bw, 1000 others)
   -D, --duration=<sec>   run for <sec> seconds instead
@@ -45,7 +32,8 @@ const perftestUsage = `usage: iwarp-peer perftest OP [options] [SERVER]
   -F                     accepted: no CPU clock to check (Go's monotonic clock)
       --crc=off|preferred|required   MPA CRC (default off, as between two siw peers;
                          a server follows a client that asks)
-`
+`)
+}
 
 // sizeFlag is -s: perftest takes a K or M suffix.
 type sizeFlag struct{ v *int }
@@ -67,79 +55,70 @@ func (s sizeFlag) Set(v string) error {
 	return nil
 }
 
-func runPerftest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprint(stderr, perftestUsage)
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			return flag.ErrHelp
+// runPerftest implements "iwarp-peer perftest OP [options] [SERVER]".
+func runPerftest(ctx context.Context, args []string, std stdio) error {
+	f := newFlags("perftest", std, perftestUsage, false)
+	switch {
+	case len(args) == 0:
+		return f.badUsage("give a test")
+	case strings.HasPrefix(args[0], "-"):
+		if err := f.parse(args); err != nil {
+			return err // -h, or a mistake
 		}
-		return errUsage
+		return f.badUsage("give the test before the options")
 	}
 	test, err := perftest.ParseTest(args[0])
 	if err != nil {
-		fmt.Fprintf(stderr, "%v\n%s", err, perftestUsage)
-		return errUsage
+		return f.badUsage("%v", err)
 	}
-	cfg := perftest.Config{Test: test, Output: stdout}
+	cfg := perftest.Config{Test: test, Output: std.out}
 	var port, secs int
 	var bind, crc string
-	fs := flag.NewFlagSet("perftest", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	for _, name := range []string{"p", "port"} {
-		fs.IntVar(&port, name, perftest.DefaultPort, "")
+		f.IntVar(&port, name, perftest.DefaultPort, "")
 	}
 	for _, name := range []string{"s", "size"} {
-		fs.Var(sizeFlag{&cfg.Size}, name, "")
+		f.Var(sizeFlag{&cfg.Size}, name, "")
 	}
-	for _, f := range []struct {
-		v     *int
+	for _, v := range []struct {
+		p     *int
 		names []string
 	}{{&cfg.Iters, []string{"n", "iters"}}, {&secs, []string{"D", "duration"}}, {&cfg.QPs, []string{"q", "qp"}},
 		{&cfg.TxDepth, []string{"t", "tx-depth"}}} {
-		for _, name := range f.names {
-			fs.IntVar(f.v, name, 0, "")
+		for _, name := range v.names {
+			f.IntVar(v.p, name, 0, "")
 		}
 	}
-	fs.BoolVar(&cfg.AllSizes, "a", false, "")
-	fs.BoolVar(&cfg.AllSizes, "all", false, "")
-	fs.BoolVar(&cfg.ReportGbits, "report_gbits", false, "")
-	fs.StringVar(&bind, "j", "", "")
-	fs.StringVar(&bind, "source_ip", "", "")
-	fs.StringVar(&crc, "crc", "off", "")
+	f.BoolVar(&cfg.AllSizes, "a", false, "")
+	f.BoolVar(&cfg.AllSizes, "all", false, "")
+	f.BoolVar(&cfg.ReportGbits, "report_gbits", false, "")
+	f.StringVar(&bind, "j", "", "")
+	f.StringVar(&bind, "source_ip", "", "")
+	f.StringVar(&crc, "crc", "off", "")
 	for _, name := range []string{"R", "rdma_cm", "F"} {
-		fs.Bool(name, false, "")
+		f.Bool(name, false, "")
 	}
 	// getopt permutes: the server's address may come before the options.
 	var server string
 	for rest := args[1:]; ; {
-		if err := fs.Parse(expandShortFlags(fs, rest)); err != nil {
-			fmt.Fprintf(stderr, "%v\n%s", err, perftestUsage)
-			if err == flag.ErrHelp {
-				return err
-			}
-			return errUsage
+		if err := f.parse(rest); err != nil {
+			return err
 		}
-		if fs.NArg() == 0 {
+		if f.NArg() == 0 {
 			break
 		}
 		if server != "" {
-			fmt.Fprintf(stderr, "more than one server address: %q, %q\n", server, fs.Arg(0))
-			return errUsage
+			return f.badUsage("more than one server address: %q, %q", server, f.Arg(0))
 		}
-		server, rest = fs.Arg(0), fs.Args()[1:]
+		server, rest = f.Arg(0), f.Args()[1:]
 	}
 	cfg.Duration = time.Duration(secs) * time.Second
-	switch crc {
-	case "off":
-		cfg.ConnOptions = append(cfg.ConnOptions, conn.WithCRC(conn.CRCOff))
-	case "preferred":
-		cfg.ConnOptions = append(cfg.ConnOptions, conn.WithCRC(conn.CRCPreferred))
-	case "required":
-		cfg.ConnOptions = append(cfg.ConnOptions, conn.WithCRC(conn.CRCRequired))
-	default:
-		fmt.Fprintf(stderr, "--crc %q: want off, preferred or required\n", crc)
-		return errUsage
+	modes := map[string]conn.CRCMode{"off": conn.CRCOff, "preferred": conn.CRCPreferred, "required": conn.CRCRequired}
+	mode, ok := modes[crc]
+	if !ok {
+		return f.bad("--crc %q: want off, preferred or required", crc)
 	}
+	cfg.ConnOptions = append(cfg.ConnOptions, conn.WithCRC(mode))
 	pd := conn.NewPD()
 	if server != "" {
 		_, err = perftest.Dial(ctx, net.JoinHostPort(server, strconv.Itoa(port)), pd, cfg)
@@ -150,6 +129,11 @@ func runPerftest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer ln.Close()
-	_, err = perftest.Serve(ctx, ln, pd, cfg)
-	return err
+	if port == 0 {
+		fmt.Fprintf(std.out, "listening on port %d\n", ln.Addr().(*net.TCPAddr).Port)
+	}
+	if _, err = perftest.Serve(ctx, ln, pd, cfg); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return stopped(ctx, "perftest", std)
 }

@@ -17,18 +17,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iwarp-go/iwarp-go/dissect"
 	"github.com/iwarp-go/iwarp-go/internal/testutil"
 )
 
-// Args are the options every decode uses: TCP reassembly on, so FPDUs
-// split across segments are found; the MPA heuristic on (Wireshark has no
-// port for MPA); the RPC-over-RDMA heuristic off, as it mistakes small
-// Send payloads for RPC and marks them malformed.
-var Args = []string{
-	"-o", "tcp.desegment_tcp_streams:TRUE",
-	"--enable-heuristic", "iwarp_mpa_tcp",
-	"--disable-heuristic", "rpcrdma_iwarp",
-}
+// Args are the options every decode uses: dissect.TsharkArgs, which say
+// why each is needed.
+var Args = dissect.TsharkArgs
 
 // Available reports whether tshark is installed. Without it, it fails t
 // when IWARP_REQUIRE_TOOLS=1 and otherwise logs that the comparison is

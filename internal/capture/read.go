@@ -54,6 +54,10 @@ type packetSource interface {
 // The whole capture (at most MaxFileSize bytes) is read into memory first,
 // so that lengths inside the file are checked against the bytes present
 // before anything is allocated from them.
+//
+// A file that ends inside its last record (a capture program stopped while
+// writing) is read up to that record: Read returns the connections found
+// before it together with a *CutError saying where the file stops.
 func Read(r io.Reader) ([]*Conn, error) {
 	data, err := slurp(r)
 	if err != nil {
@@ -66,13 +70,14 @@ func Read(r io.Reader) ([]*Conn, error) {
 		src      packetSource
 		linkType func(ci gopacket.CaptureInfo) uint32
 	)
+	var end, want int // where the complete records end; the cut one's length
 	if binary.BigEndian.Uint32(data) == ngSectionHeader {
-		if err := checkPcapng(data); err != nil {
+		if end, want, err = checkPcapng(data); err != nil {
 			return nil, err
 		}
 		// Mixed link types: every packet is returned, so frame numbers
 		// count every record whatever its interface.
-		ng, err := pcapgo.NewNgReader(bytes.NewReader(data), pcapgo.NgReaderOptions{WantMixedLinkType: true})
+		ng, err := pcapgo.NewNgReader(bytes.NewReader(data[:end]), pcapgo.NgReaderOptions{WantMixedLinkType: true})
 		if err != nil {
 			return nil, fmt.Errorf("capture: %w", err)
 		}
@@ -87,10 +92,11 @@ func Read(r io.Reader) ([]*Conn, error) {
 		if !isPcap(data) {
 			return nil, fmt.Errorf("%w: not a pcap or pcapng file", ErrMalformed)
 		}
+		end, want = pcapEnd(data)
 		// gopacket keeps link types in a uint8; read the full 32-bit value
 		// from the header so that types above 255 (Linux SLL2) survive.
 		lt, ok := pcapHeaderLinkType(data)
-		pr, err := pcapgo.NewReader(bytes.NewReader(data))
+		pr, err := pcapgo.NewReader(bytes.NewReader(data[:end]))
 		if err != nil {
 			return nil, fmt.Errorf("capture: %w", err)
 		}
@@ -103,7 +109,8 @@ func Read(r io.Reader) ([]*Conn, error) {
 	}
 
 	var a assembler
-	for frame := 1; ; frame++ {
+	frame := 1
+	for ; ; frame++ {
 		data, ci, err := src.ZeroCopyReadPacketData()
 		if errors.Is(err, io.EOF) {
 			break
@@ -121,6 +128,9 @@ func Read(r io.Reader) ([]*Conn, error) {
 		if seg, ok := decodeTCP(ip, frame); ok {
 			a.add(seg)
 		}
+	}
+	if end < len(data) {
+		return a.finish(), &CutError{Frame: frame, Offset: end, Have: len(data) - end, Want: want}
 	}
 	return a.finish(), nil
 }

@@ -1,5 +1,7 @@
-// Package conntest holds test helpers shared by packages that need a real
-// iwarp-go connection to observe (capture taps, decoders).
+// Package conntest holds test helpers shared by packages: a real iwarp-go
+// connection to observe (capture taps, decoders), a buffer a test reads
+// while a program writes to it, and the parser of the "KEY k=v" report
+// lines that iwtest and the interop scenarios print.
 package conntest
 
 import (

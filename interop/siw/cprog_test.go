@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iwarp-go/iwarp-go/internal/conntest"
+	"github.com/iwarp-go/iwarp-go/internal/iwtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -33,7 +35,7 @@ func iwtestPair(t *testing.T, ctx context.Context, srvArgs, cliArgs string, time
 // test, size and direction, and a matching SUMMARY.
 func requireAllOK(t *testing.T, out string, tests []string, sizes []string) {
 	t.Helper()
-	rows := fields(out, "RESULT")
+	rows := conntest.Lines(out, "RESULT")
 	require.Len(t, rows, len(tests)*len(sizes)*2, out)
 	seen := map[string]bool{}
 	for _, r := range rows {
@@ -47,7 +49,7 @@ func requireAllOK(t *testing.T, out string, tests []string, sizes []string) {
 			}
 		}
 	}
-	sum := fields(out, "SUMMARY")
+	sum := conntest.Lines(out, "SUMMARY")
 	require.Len(t, sum, 1, out)
 	assert.Equal(t, fmt.Sprint(len(rows)), sum[0]["ok"])
 	assert.Equal(t, "0", sum[0]["failed"])
@@ -63,7 +65,7 @@ func TestCprogAllOperations(t *testing.T) {
 	require.Equal(t, "0", srv["code"], sout)
 	requireAllOK(t, cout, allTests, sizes)
 	requireAllOK(t, sout, allTests, sizes)
-	for _, r := range fields(cout, "RESULT") {
+	for _, r := range conntest.Lines(cout, "RESULT") {
 		require.Equal(t, "2", r["iters"])
 	}
 }
@@ -84,14 +86,14 @@ func TestCprogPrivateData(t *testing.T) {
 	srv, cli, sout, cout := iwtestPair(t, ctx, "-S 4k -P accept-data --ird 4 --ord 4", "-T send -S 4k -P hello-from-client --ird 8 --ord 2", 2*time.Minute)
 	require.Equal(t, "0", cli["code"], cout)
 	require.Equal(t, "0", srv["code"], sout)
-	conn := fields(sout, "CONNECT")
+	conn := conntest.Lines(sout, "CONNECT")
 	require.Len(t, conn, 1, sout)
 	assert.Equal(t, "hello-from-client", conn[0]["text"])
 	// siw hands the passive side the initiator's IRD as its ORD limit and
 	// the initiator's ORD as its IRD (RFC 6581 block, swapped viewpoint).
 	assert.Equal(t, "2", conn[0]["ird"], sout)
 	assert.Equal(t, "8", conn[0]["ord"], sout)
-	est := fields(cout, "ESTABLISHED")
+	est := conntest.Lines(cout, "ESTABLISHED")
 	require.Len(t, est, 1, cout)
 	assert.Equal(t, "accept-data", est[0]["text"])
 }
@@ -103,33 +105,22 @@ func TestCprogReject(t *testing.T) {
 	srv, cli, sout, cout := iwtestPair(t, ctx, "--reject -P go-away", "--expect-reject", time.Minute)
 	require.Equal(t, "0", cli["code"], cout)
 	require.Equal(t, "0", srv["code"], sout)
-	rej := fields(cout, "REJECT")
+	rej := conntest.Lines(cout, "REJECT")
 	require.Len(t, rej, 1, cout)
 	assert.Equal(t, "go-away", rej[0]["text"], cout)
 	assert.Equal(t, "676f2d61776179", rej[0]["private_data"], cout)
 }
 
-// fmix32 and pattern restate PROTOCOL.md §6 independently of iwtest.c.
-func fmix32(x uint32) uint32 {
-	x ^= x >> 16
-	x *= 0x85ebca6b
-	x ^= x >> 13
-	x *= 0xc2b2ae35
-	x ^= x >> 16
-	return x
-}
-
+// pattern is the data pattern of PROTOCOL.md §6 as iwarp-peer's iwtest
+// makes it (internal/iwtest, checked there against the protocol's test
+// vectors).
 func pattern(test, dir, iter, size uint32) []byte {
-	seed := fmix32(fmix32(fmix32(test*256+dir)+iter) + size)
-	b := make([]byte, size)
-	for i := range b {
-		b[i] = byte(fmix32(seed+uint32(i/4)) >> (8 * (i % 4)))
-	}
-	return b
+	return iwtest.Pattern(iwtest.Test(test), uint8(dir), iter, size)
 }
 
-// TestCprogPattern: the data pattern iwtest uses is the one PROTOCOL.md
-// defines (checked against its test vectors and this Go restatement).
+// TestCprogPattern: the data pattern the C iwtest uses is the one
+// PROTOCOL.md defines (checked against its test vectors) and the one the
+// Go iwtest uses.
 func TestCprogPattern(t *testing.T) {
 	ctx := scenario(t, 2*time.Minute)
 	assert.Equal(t, "bc11211d9712bb31", hex.EncodeToString(pattern(1, 0, 0, 8)))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iwarp-go/iwarp-go/internal/conntest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,12 +18,12 @@ import (
 // Invalidate it received invalidated exactly the STag it advertised.
 func requireGoChecks(t *testing.T, out string, sePhases, invPhases int) {
 	t.Helper()
-	sol := fields(out, "SOLICITED")
+	sol := conntest.Lines(out, "SOLICITED")
 	require.Len(t, sol, sePhases, out)
 	for _, r := range sol {
 		assert.Equal(t, "yes", r["event"], "%v", r)
 	}
-	inv := fields(out, "INVALIDATE")
+	inv := conntest.Lines(out, "INVALIDATE")
 	require.Len(t, inv, invPhases, out)
 	for _, r := range inv {
 		assert.Equal(t, "yes", r["reported"], "%v", r)
@@ -58,7 +59,7 @@ func TestGoIwtest(t *testing.T) {
 			requireAllOK(t, p.goOut(), allTests, sizes)
 			requireAllOK(t, p.cOut(), allTests, sizes)
 			requireGoChecks(t, p.goOut(), len(sizes), len(sizes))
-			est := fields(p.goOut(), "ESTABLISHED")
+			est := conntest.Lines(p.goOut(), "ESTABLISHED")
 			require.Len(t, est, 1)
 			assert.Equal(t, "on", est[0]["crc"])
 			assert.Equal(t, "2", est[0]["mpa_rev"])
@@ -127,10 +128,10 @@ func TestGoRejectWithPrivateData(t *testing.T) {
 		p := iwtestHostGuest(t, ctx, true, "--reject -P go-says-no", "--expect-reject -P knock-knock", time.Minute, capName)
 		require.True(t, p.goRes.OK(), "%s", p.goRes)
 		require.True(t, p.cRes.OK(), "%s", p.cRes)
-		rej := fields(p.cOut(), "REJECT")
+		rej := conntest.Lines(p.cOut(), "REJECT")
 		require.Len(t, rej, 1, p.cOut())
 		assert.Equal(t, "-104", rej[0]["status"], "rdma_cm reports the R bit as ECONNRESET")
-		conn := fields(p.goOut(), "CONNECT")
+		conn := conntest.Lines(p.goOut(), "CONNECT")
 		require.Len(t, conn, 1)
 		assert.Equal(t, "knock-knock", conn[0]["text"])
 		if rej[0]["text"] != "go-says-no" {
@@ -182,23 +183,23 @@ func TestGoPrivateDataAndIRDORD(t *testing.T) {
 			require.Len(t, d.Streams, 1)
 			t.Logf("MPA Request private data %s, Reply %s", d.Streams[0].Request.PrivateData, d.Streams[0].Reply.PrivateData)
 			if goServer {
-				c := fields(p.goOut(), "CONNECT")
+				c := conntest.Lines(p.goOut(), "CONNECT")
 				require.Len(t, c, 1)
 				assert.Equal(t, "from-siw", c[0]["text"])
 				// siw's Request carries its IRD 8 / ORD 2; as rdma_cm would,
 				// the Go server reads them as IRD 2 / ORD 8 asked of it.
 				assert.Equal(t, "2", c[0]["ird"])
 				assert.Equal(t, "8", c[0]["ord"])
-				e := fields(p.cOut(), "ESTABLISHED")
+				e := conntest.Lines(p.cOut(), "ESTABLISHED")
 				require.Len(t, e, 1)
 				assert.Equal(t, "from-go", e[0]["text"])
 			} else {
-				c := fields(p.cOut(), "CONNECT")
+				c := conntest.Lines(p.cOut(), "CONNECT")
 				require.Len(t, c, 1)
 				assert.Equal(t, "from-go", c[0]["text"], "%s", trailerBug)
 				assert.Equal(t, "2", c[0]["ird"])
 				assert.Equal(t, "8", c[0]["ord"])
-				e := fields(p.goOut(), "ESTABLISHED")
+				e := conntest.Lines(p.goOut(), "ESTABLISHED")
 				require.Len(t, e, 1)
 				assert.Equal(t, "from-siw", e[0]["text"])
 			}
@@ -242,8 +243,8 @@ func TestGoTerminateFromSiw(t *testing.T) {
 			p := iwtestHostGuest(t, ctx, c.goServer, goArgs, cArgs, 2*time.Minute, "terminate-"+name)
 			require.True(t, p.goRes.OK(), "%s\n%s", p.goRes, p.cRes)
 			require.True(t, p.cRes.OK(), "%s\n%s", p.cRes, p.goRes)
-			require.Len(t, fields(p.cOut(), "TERMINATED"), 1, p.cOut())
-			term := fields(p.goOut(), "TERMINATE")
+			require.Len(t, conntest.Lines(p.cOut(), "TERMINATED"), 1, p.cOut())
+			term := conntest.Lines(p.goOut(), "TERMINATE")
 			require.Len(t, term, 1, p.goOut())
 			assert.Equal(t, "remote", term[0]["origin"])
 			assert.Equal(t, c.code, term[0]["code"])
@@ -277,8 +278,8 @@ func TestGoTerminateToSiw(t *testing.T) {
 		2*time.Minute, "terminate-to-siw")
 	require.True(t, p.goRes.OK(), "%s\n%s", p.goRes, p.cRes)
 	require.True(t, p.cRes.OK(), "%s\n%s", p.cRes, p.goRes)
-	require.Len(t, fields(p.goOut(), "TERMINATED"), 1, p.goOut())
-	sent := fields(p.goOut(), "TERMINATE")
+	require.Len(t, conntest.Lines(p.goOut(), "TERMINATED"), 1, p.goOut())
+	sent := conntest.Lines(p.goOut(), "TERMINATE")
 	require.Len(t, sent, 1, p.goOut())
 	assert.Equal(t, "local", sent[0]["origin"])
 	assert.Equal(t, "0x1101", sent[0]["code"])
@@ -327,11 +328,11 @@ func TestGoPrivateDataLimit(t *testing.T) {
 			if goServer {
 				reqSide, repSide = p.goOut(), p.cOut()
 			}
-			c := fields(reqSide, "CONNECT")
+			c := conntest.Lines(reqSide, "CONNECT")
 			require.Len(t, c, 1, "the responder's application saw no connection request (%s): %s\n%s", trailerBug, p.goRes, p.cRes)
 			assert.Equal(t, "251", c[0]["private_data_len"], trailerBug)
 			assert.Equal(t, pd, c[0]["text"], trailerBug)
-			e := fields(repSide, "ESTABLISHED")
+			e := conntest.Lines(repSide, "ESTABLISHED")
 			require.Len(t, e, 1, "%s\n%s", p.goRes, p.cRes)
 			assert.Equal(t, "251", e[0]["private_data_len"])
 			assert.Equal(t, pd, e[0]["text"])

@@ -117,13 +117,16 @@ func runPerftestOnce(t *testing.T, ctx context.Context, c ptCase, attempt int) (
 	timeout := 3 * time.Minute
 	var stop func() string
 	if c.goServer {
-		port := freePort(t)
+		// -p 0: the server picks a free port and prints it.
+		hp := startHost(t, ctx, "pt-s-"+name, append([]string{"perftest", c.test, "-j", "127.0.0.1", "-p", "0",
+			"--crc", crc}, strings.Fields(c.opts())...)...)
+		m := listeningPort.FindStringSubmatch(hp.waitOutput(t, 30*time.Second, "Waiting for client to connect"))
+		require.NotNil(t, m, "iwarp-peer perftest prints its port")
+		port, err := strconv.Atoi(m[1])
+		require.NoError(t, err)
 		if c.capture != "" {
 			stop = captureEth0(t, ctx, c.capture, port)
 		}
-		hp := startHost(t, ctx, "pt-s-"+name, append([]string{"perftest", c.test, "-j", "127.0.0.1", "-p", strconv.Itoa(port),
-			"--crc", crc}, strings.Fields(c.opts())...)...)
-		hp.waitOutput(t, 30*time.Second, "Waiting for client to connect")
 		res := run(t, ctx, timeout, "pt-c-"+name, primeNeighbour+fmt.Sprintf("exec %s -R %s -p %d %s", prog, c.opts(), port, hostIP))
 		siwSide = &ptSide{code: res.Code, stdout: res.Stdout, stderr: res.Stderr}
 		g := hp.waitOrKill(t, time.Minute)

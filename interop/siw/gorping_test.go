@@ -5,6 +5,7 @@ package siw_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +18,9 @@ import (
 )
 
 const rpingPort = 7174
+
+// listeningPort is the line iwarp-peer rping -s -p 0 prints.
+var listeningPort = regexp.MustCompile(`(?m)^listening on port (\d+)$`)
 
 // rpingRun is one rping exchange between the host and the guest.
 type rpingRun struct {
@@ -38,14 +42,17 @@ func rpingHostGuest(t *testing.T, ctx context.Context, goServer bool, count, siz
 	timeout := 2*time.Minute + time.Duration(count)*time.Second/2
 	var stop func() string
 	if goServer {
-		port := freePort(t)
+		// -p 0: the server picks a free port and prints it once it
+		// listens; -d: it describes the setup.
+		hp := startHost(t, ctx, "rping-s", append([]string{"rping", "-s", "-a", "127.0.0.1", "-p", "0", "-v", "-d"},
+			append(strings.Fields(cs), strings.Fields(goFlags)...)...)...)
+		m := listeningPort.FindStringSubmatch(hp.waitOutput(t, 30*time.Second, "listening on port "))
+		require.NotNil(t, m, "%s", hp.result())
+		port, err := strconv.Atoi(m[1])
+		require.NoError(t, err)
 		if capture != "" {
 			stop = captureEth0(t, ctx, capture, port)
 		}
-		// -d: rping prints "rdma_listen" once it listens, and the setup.
-		hp := startHost(t, ctx, "rping-s", append([]string{"rping", "-s", "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-v", "-d"},
-			append(strings.Fields(cs), strings.Fields(goFlags)...)...)...)
-		hp.waitOutput(t, 30*time.Second, "rdma_listen")
 		r.siwRes = run(t, ctx, timeout, "rping-c", primeNeighbour+fmt.Sprintf("exec rping -c -a %s -p %d %s -v -V", hostIP, port, cs))
 		r.goRes = hp.wait(t, time.Minute)
 	} else {

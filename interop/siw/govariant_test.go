@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/iwarp-go/iwarp-go/internal/conntest"
 	"github.com/iwarp-go/iwarp-go/interop/siw/lab"
 )
 
@@ -53,7 +54,7 @@ func TestGoVariantGoRev1(t *testing.T) {
 		require.True(t, p.cRes.OK(), "%s\n%s", p.cRes, p.goRes)
 		requireAllOK(t, p.goOut(), []string{"read"}, []string{"4096", "65536"})
 		requireAllOK(t, p.cOut(), []string{"read"}, []string{"4096", "65536"})
-		e := fields(p.goOut(), "ESTABLISHED")
+		e := conntest.Lines(p.goOut(), "ESTABLISHED")
 		require.Len(t, e, 1)
 		assert.Equal(t, "1", e[0]["mpa_rev"])
 		assert.Equal(t, "4", e[0]["ord"], "the Go side's ORD is the peer IRD it was told")
@@ -69,7 +70,7 @@ func TestGoVariantGoRev1(t *testing.T) {
 			"-S 4k --ird 0 --ord 0 --expect-error -t 20", 2*time.Minute, "go-rev1-zero")
 		require.True(t, p.goRes.OK(), "%s\n%s", p.goRes, p.cRes)
 		require.True(t, p.cRes.OK(), "%s\n%s", p.cRes, p.goRes)
-		term := fields(p.goOut(), "TERMINATE")
+		term := conntest.Lines(p.goOut(), "TERMINATE")
 		require.Len(t, term, 1, p.goOut())
 		assert.Equal(t, "remote", term[0]["origin"])
 		assert.Equal(t, "0x0207", term[0]["code"], "RDMAP remote operation error, catastrophic stream")
@@ -138,7 +139,7 @@ func TestGoVariantGoP2P(t *testing.T) {
 			require.True(t, p.goRes.OK(), "%s\n%s", p.goRes, p.cRes)
 			require.True(t, p.cRes.OK(), "%s\n%s", p.cRes, p.goRes)
 			requireAllOK(t, p.goOut(), []string{"send", "read", "write"}, []string{"4096"})
-			e := fields(p.goOut(), "ESTABLISHED")
+			e := conntest.Lines(p.goOut(), "ESTABLISHED")
 			require.Len(t, e, 1)
 			assert.Equal(t, c.want, e[0]["p2p"])
 			w := requireDecodes(t, p.pcap, false)
@@ -175,7 +176,7 @@ func TestGoVariantCRCRequiredPassive(t *testing.T) {
 	p := iwtestHostGuest(t, ctx, false, "--crc off -T send,read,write -S 4096", "-S 4k", 2*time.Minute, "crcreq-no-c")
 	require.True(t, p.goRes.OK(), "%s\n%s", p.goRes, p.cRes)
 	require.True(t, p.cRes.OK(), "%s\n%s", p.cRes, p.goRes)
-	e := fields(p.goOut(), "ESTABLISHED")
+	e := conntest.Lines(p.goOut(), "ESTABLISHED")
 	require.Len(t, e, 1)
 	assert.Equal(t, "off", e[0]["crc"])
 	w := requireDecodes(t, p.pcap, false)
@@ -196,14 +197,14 @@ func TestGoVariantCRCStrict(t *testing.T) {
 	host, port := guestPortAddr(t, iwtestPort)
 	g := runHost(t, ctx, time.Minute, "iwtest-c", "iwtest", "-c", "-a", host, "-p", port, "--crc", "preferred", "--expect-reject")
 	require.True(t, g.OK(), "%s", g)
-	rej := fields(g.Stdout, "REJECT")
+	rej := conntest.Lines(g.Stdout, "REJECT")
 	require.Len(t, rej, 1, "%s", g)
 	assert.Equal(t, "0", rej[0]["private_data_len"])
 	// siw refused the connection inside the kernel: its application never
 	// saw a request (and would wait for one until -w runs out).
 	sres, err := srv.Stop(ctx, 2*time.Second)
 	require.NoError(t, err)
-	assert.Empty(t, fields(sres.Stdout, "CONNECT"), "%s", sres)
+	assert.Empty(t, conntest.Lines(sres.Stdout, "CONNECT"), "%s", sres)
 	pcap := stop()
 	d := decodeCapture(t, pcap)
 	require.Len(t, d.Streams, 1)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/iwarp-go/iwarp-go/dissect"
 	"github.com/iwarp-go/iwarp-go/interop/siw/lab"
 )
 
@@ -64,25 +65,6 @@ func wait(t *testing.T, ctx context.Context, p *lab.Proc, timeout time.Duration)
 	return res
 }
 
-// fields parses the "KEY k=v k=v …" lines that iwtest prints.
-func fields(out, key string) []map[string]string {
-	var rows []map[string]string
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || f[0] != key {
-			continue
-		}
-		row := map[string]string{}
-		for _, kv := range f[1:] {
-			if k, v, ok := strings.Cut(kv, "="); ok {
-				row[k] = strings.Trim(v, `"`)
-			}
-		}
-		rows = append(rows, row)
-	}
-	return rows
-}
-
 // withSiw loads a siw variant for the rest of the test and the stock module
 // again afterwards.
 func withSiw(t *testing.T, ctx context.Context, v lab.SiwVariant, params ...string) {
@@ -97,19 +79,14 @@ func withSiw(t *testing.T, ctx context.Context, v lab.SiwVariant, params ...stri
 	})
 }
 
-// tsharkIWARP are the tshark options that dissect iWARP: TCP reassembly,
-// the MPA heuristic tried before port-based dissectors (a host's ephemeral
-// port can be another protocol's registered one: 48898 made tshark read a
-// connection as TwinCAT ADS), and RPC-over-RDMA kept from claiming Sends.
-var tsharkIWARP = []string{"-o", "tcp.desegment_tcp_streams:TRUE", "-o", "tcp.try_heuristic_first:TRUE",
-	"--enable-heuristic", "iwarp_mpa_tcp", "--disable-heuristic", "rpcrdma_iwarp", "--disable-protocol", "rpcordma"}
-
-// tshark dissects a capture on the host with the iWARP heuristics on.
+// tshark dissects a capture on the host as iwarp-peer decode --tshark
+// says (dissect.TsharkArgs: the iWARP heuristics on, RPC-over-RDMA kept
+// from claiming Sends).
 func tshark(t *testing.T, pcap string, args ...string) string {
 	t.Helper()
 	path, err := exec.LookPath("tshark")
 	require.NoError(t, err, "tshark is needed on the host (build.sh installs it)")
-	base := append([]string{"-r", pcap}, tsharkIWARP...)
+	base := append([]string{"-r", pcap}, dissect.TsharkArgs...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var stderr strings.Builder

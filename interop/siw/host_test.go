@@ -3,7 +3,6 @@
 package siw_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/iwarp-go/iwarp-go/internal/conntest"
 	"github.com/iwarp-go/iwarp-go/interop/siw/lab"
 )
 
@@ -45,30 +45,12 @@ func buildPeer(dir string) (string, error) {
 	return bin, nil
 }
 
-// lockedBuffer collects a process's output while tests read it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // hostProc is an iwarp-peer process on the host.
 type hostProc struct {
 	name     string
 	args     []string
 	cmd      *exec.Cmd
-	out, err lockedBuffer
+	out, err conntest.LockedBuffer
 	done     chan struct{}
 	code     int
 	start    time.Time
@@ -241,17 +223,6 @@ func runHost(t *testing.T, ctx context.Context, timeout time.Duration, name stri
 	return startHost(t, ctx, name, args...).wait(t, timeout)
 }
 
-// freePort returns a host TCP port that was free a moment ago, for host
-// programs that cannot report the port they bound (rping).
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
-	return port
-}
-
 // guestPortAddr splits the forwarded host address of a guest port.
 func guestPortAddr(t *testing.T, guestPort int) (host, port string) {
 	t.Helper()
@@ -265,7 +236,7 @@ func guestPortAddr(t *testing.T, guestPort int) (host, port string) {
 // listenPort reads the port from iwtest's "LISTENING port=N" line.
 func listenPort(t *testing.T, out string) int {
 	t.Helper()
-	rows := fields(out, "LISTENING")
+	rows := conntest.Lines(out, "LISTENING")
 	require.NotEmpty(t, rows, out)
 	port, err := strconv.Atoi(rows[0]["port"])
 	require.NoError(t, err, out)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/iwarp-go/iwarp-go/dissect"
 	"github.com/iwarp-go/iwarp-go/interop/siw/lab"
 )
 
@@ -104,7 +105,7 @@ func roles(goServer bool) (initiator, responder string) {
 type wireCheck struct {
 	requests, replies   int
 	goodCRC, badCRC     int
-	malformed, expert   int
+	malformed           int
 	crcFlags, revisions []string // of Request then Reply
 	opcodes             map[string]int
 }
@@ -116,7 +117,7 @@ func checkWire(t *testing.T, pcap string) *wireCheck {
 	w := &wireCheck{opcodes: map[string]int{}}
 	path, err := exec.LookPath("tshark")
 	require.NoError(t, err)
-	base := append([]string{"-r", pcap}, tsharkIWARP...)
+	base := append([]string{"-r", pcap}, dissect.TsharkArgs...)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, append(base, "-V")...)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/iwarp-go/iwarp-go/internal/conntest"
 	"github.com/iwarp-go/iwarp-go/interop/siw/lab"
 )
 
@@ -123,7 +124,7 @@ func TestWireSolicitedAndInvalidate(t *testing.T) {
 	// The STags the receivers advertised for invalidation, by receiver.
 	advertised := map[string]bool{}
 	for _, side := range []struct{ name, out string }{{"server", sout}, {"client", cout}} {
-		rows := fields(side.out, "INVALIDATE")
+		rows := conntest.Lines(side.out, "INVALIDATE")
 		require.Len(t, rows, 1, side.out)
 		advertised[side.name+" "+stagString(t, rows[0]["stag"])] = true
 	}
@@ -158,7 +159,7 @@ func TestTerminateProvoked(t *testing.T) {
 			srv, cli, sout, cout := iwtestPair(t, ctx, "-S 4k --provoke "+mode, "-T write -D c2s -S 4k --expect-error -t 20", 2*time.Minute)
 			require.Equal(t, "0", srv["code"], sout)
 			require.Equal(t, "0", cli["code"], cout)
-			require.Len(t, fields(sout, "TERMINATED"), 1, sout)
+			require.Len(t, conntest.Lines(sout, "TERMINATED"), 1, sout)
 			pcap := stop()
 			w := requireDecodes(t, pcap, false)
 			assert.Equal(t, 1, w.ops[w.fromResponder()+" Terminate"], "%v", w.ops)
@@ -237,7 +238,7 @@ func TestVariantRev1Read(t *testing.T) {
 		srv, cli, sout, cout := iwtestPair(t, ctx, "-S 4k --ird 0 --ord 0 --expect-error -t 20", "-T read -D c2s -S 4096 --expect-error -t 20", 2*time.Minute)
 		require.Equal(t, "0", srv["code"], sout)
 		require.Equal(t, "0", cli["code"], cout)
-		rows := fields(sout, "RESULT")
+		rows := conntest.Lines(sout, "RESULT")
 		require.Len(t, rows, 1, sout)
 		assert.Equal(t, "op_error", rows[0]["status"], sout)
 	})

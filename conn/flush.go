@@ -1,0 +1,286 @@
+package conn
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/iwarp-go/iwarp-go/rdmap"
+	"github.com/iwarp-go/iwarp-go/stag"
+)
+
+// The Flush extension between iwarp-go peers
+// (docs/rfc-notes/flush-extension.md): a Flush Request on QN 1, answered in
+// order with RDMA Read Requests by a Flush Response on QN 3 once the range
+// is persistent (or known not to be).
+
+// ErrFlushUnsupported is the error of an OpFlush toward a peer that did
+// not declare the Flush extension (any peer that is not iwarp-go).
+var ErrFlushUnsupported = errors.New("iwarp: the peer does not answer Flush Requests")
+
+// FlushError is the error of an OpFlush the peer answered with a failure
+// status: its persist failed.
+type FlushError struct {
+	Status rdmap.FlushStatus
+}
+
+func (e *FlushError) Error() string {
+	return "iwarp: the peer's flush failed: " + e.Status.String()
+}
+
+// FlushHooks is what RegionHooks implement when the region's memory can be
+// made persistent (package pmemsink): FlushRequested is told of a peer's
+// Flush Request for n bytes at off of the region, after everything the
+// connection placed before it was reported, and the Flush Response waits
+// until release.Release is called (here or later, from any goroutine).
+// Without FlushHooks a flush reports visibility only. Like RegionHooks'
+// methods it runs in the receive token holder and must not block.
+type FlushHooks interface {
+	FlushRequested(qp *QP, off, n int, persist bool, release FlushRelease)
+}
+
+// FlushRelease answers a held Flush Request (FlushHooks). It is a small
+// value: copying it does not allocate.
+type FlushRelease struct {
+	e        *engine
+	ctr, gen uint32
+}
+
+// Release sends the Flush Response: persisted says the range is in the
+// persistence domain; err, a persist that failed (the response then says
+// so; the stream goes on). Calls after the first, and after the
+// connection ended, do nothing.
+func (r FlushRelease) Release(persisted bool, err error) {
+	e := r.e
+	if e == nil {
+		return
+	}
+	qp := e.qp
+	qp.mu.Lock()
+	ent := e.irq.at(r.ctr)
+	if ent.gen != r.gen || ent.state != irqHeld || !ent.flush || qp.state >= stateError {
+		qp.mu.Unlock()
+		return
+	}
+	ent.status, ent.achieved = flushOutcome(ent.placement, persisted, err)
+	ent.state = irqReady
+	qp.mu.Unlock()
+	qp.kick()
+}
+
+// flushOutcome is the status and achieved placement of a response.
+func flushOutcome(asked rdmap.Placement, persisted bool, err error) (rdmap.FlushStatus, rdmap.Placement) {
+	switch {
+	case err != nil:
+		return rdmap.FlushPersistFailed, rdmap.PlaceVisibility
+	case asked&rdmap.PlacePersistence == 0:
+		return rdmap.FlushOK, rdmap.PlaceVisibility
+	case persisted:
+		return rdmap.FlushOK, rdmap.PlaceVisibility | rdmap.PlacePersistence
+	}
+	return rdmap.FlushNotDurable, rdmap.PlaceVisibility
+}
+
+// receiveExtension receives an OpExtension FPDU: the Flush extension's
+// messages. Called by receiveOne with the header peeked into rx.hdr.
+func (e *engine) receiveExtension(hb []byte, n int) error {
+	rx := &e.rx
+	x, err := rdmap.ParseExtension(hb, n)
+	if err != nil {
+		return err
+	}
+	st := &e.qp.stats
+	st.fpdusRx[rdmap.OpExtension].Add(1)
+	st.bytesRx[rdmap.OpExtension].Add(uint64(n))
+	hdrLen := len(x.Bytes())
+	if err := rx.r.Discard(hdrLen); err != nil {
+		return err
+	}
+	rx.pend = rxPending{}
+	switch x.Type {
+	case rdmap.ExtFlushRequest:
+		err = e.rxFlushRequest(&x, n)
+	case rdmap.ExtFlushResponse:
+		err = e.rxFlushResponse(&x, n)
+	}
+	if err == nil {
+		err = rx.r.End()
+	}
+	if err != nil {
+		e.dropPending()
+		return err
+	}
+	if !rx.sawFPDU {
+		rx.sawFPDU = true
+		e.openTx()
+	}
+	e.active()
+	switch rx.pend.action {
+	case rxQueueFlush:
+		return e.commitQueueFlush()
+	case rxFlushDone:
+		return e.commitFlushDone()
+	}
+	return nil
+}
+
+func (e *engine) rxFlushRequest(x *rdmap.ExtHeader, n int) error {
+	rx := &e.rx
+	hdr := x.Bytes()
+	fr := x.FlushRequest()
+	if _, err := rx.uq.Receive(x.Untagged(), n, len(fr)); err != nil {
+		return err
+	}
+	qp := e.qp
+	qp.mu.Lock()
+	full := e.irq.full()
+	qp.mu.Unlock()
+	if full {
+		return rdmap.NewError(rdmap.ReadReqIRDExceeded, hdr, n, fr)
+	}
+	to, length := fr.TO(), fr.Length()
+	if fr.WholeRegion() {
+		if r := qp.pd.pd.Find(stag.STag(fr.STag())); r != nil {
+			to, length = r.Base(), uint64(r.Len())
+		}
+	}
+	// A flush places nothing, but its range must be memory the peer may
+	// write (rule 10), with the checks and codes of a Read source.
+	r, _, f := qp.pd.pd.LookupRemote(stag.STag(fr.STag()), to, length, stag.RemoteWrite)
+	if f != stag.OK {
+		return rdmap.NewError(conditionFor(useReadSource, f), hdr, n, fr)
+	}
+	ent := irqEntry{flush: true, region: r, srcOff: int(to - r.Base()), flushLen: length, flushID: fr.ID(), placement: fr.Placement()}
+	copy(ent.req[:], hdr)
+	rx.pend = rxPending{action: rxQueueFlush, irq: ent}
+	return nil
+}
+
+func (e *engine) commitQueueFlush() error {
+	qp := e.qp
+	p := &e.rx.pend
+	ent := p.irq
+	p.irq = irqEntry{}
+	var hooks FlushHooks
+	if x := extOf(ent.region); x != nil {
+		hooks, _ = x.hooks.(FlushHooks)
+	}
+	if hooks != nil {
+		ent.state = irqHeld
+	} else {
+		ent.state = irqReady
+		ent.status, ent.achieved = flushOutcome(ent.placement, false, nil)
+	}
+	qp.mu.Lock()
+	if qp.state >= stateError {
+		qp.mu.Unlock()
+		ent.region.ReleaseRemote()
+		return nil
+	}
+	ctr, gen := e.irq.push(ent)
+	qp.mu.Unlock()
+	qp.stats.readsQueued.Add(1)
+	if hooks != nil {
+		qp.stats.readsHeld.Add(1)
+		hooks.FlushRequested(qp, ent.srcOff, int(ent.flushLen), ent.placement&rdmap.PlacePersistence != 0, FlushRelease{e: e, ctr: ctr, gen: gen})
+	}
+	e.sendSoon()
+	return nil
+}
+
+func (e *engine) rxFlushResponse(x *rdmap.ExtHeader, n int) error {
+	rx := &e.rx
+	hdr := x.Bytes()
+	resp := x.FlushResponse()
+	if _, err := rx.uq.Receive(x.Untagged(), n, len(resp)); err != nil {
+		return err
+	}
+	qp := e.qp
+	qp.mu.Lock()
+	ent, ok := e.orq.oldest()
+	var want orqEntry
+	if ok {
+		want = *ent
+	}
+	qp.mu.Unlock()
+	switch {
+	case !ok || !want.flush:
+		return rdmap.NewError(rdmap.ReadRespUnexpected, hdr, n, nil)
+	case want.flushID != resp.ID():
+		return rdmap.NewError(rdmap.ReadReqMalformed, hdr, n, nil)
+	}
+	rx.pend = rxPending{action: rxFlushDone, flushResp: resp.Fields()}
+	return nil
+}
+
+func (e *engine) commitFlushDone() error {
+	qp := e.qp
+	f := e.rx.pend.flushResp
+	qp.mu.Lock()
+	if ent, ok := e.orq.oldest(); ok {
+		w, _ := qp.sq.at(ent.sqCtr)
+		switch f.Status {
+		case rdmap.FlushOK, rdmap.FlushNotDurable:
+			if f.Achieved&rdmap.PlacePersistence != 0 && f.Status == rdmap.FlushOK {
+				w.wcFlags |= WCFlushPersistent
+			}
+		default:
+			w.status, w.err = WCRemOpErr, &FlushError{Status: f.Status}
+		}
+		w.done = true
+		e.orq.pop()
+		qp.completeSQLocked()
+	}
+	qp.mu.Unlock()
+	e.sendSoon()
+	return nil
+}
+
+// startFlush frames an OpFlush as a Flush Request: one FPDU, QN 1, the next
+// MSN of queue 1, an ORD credit.
+func (e *engine) startFlush(_ *sendOpInfo, ctr uint32, w *sendWQE, _ []sgeRef) {
+	if !e.flushExt {
+		w.status, w.err, w.done = WCLocQPOpErr, ErrFlushUnsupported, true
+		e.qp.completeSQLocked()
+		return
+	}
+	tx := &e.tx
+	msn := tx.rreqMSN
+	tx.rreqMSN++
+	tx.flushID++
+	w.msn = msn
+	e.orq.push(orqEntry{sqCtr: ctr, msn: msn, flush: true, flushID: tx.flushID})
+	hdr := rdmap.AppendFlushRequest(tx.hdr[:0], msn, rdmap.FlushRequestFields{
+		ID:          tx.flushID,
+		STag:        uint32(w.remote.STag),
+		TO:          w.remote.TO,
+		Length:      w.flushLen,
+		Placement:   rdmap.PlaceVisibility | rdmap.PlacePersistence,
+		WholeRegion: w.flags&FlushRegion != 0,
+	})
+	e.qp.stats.readsIssued.Add(1)
+	e.qp.stats.countTx(rdmap.OpExtension, len(hdr))
+	if err := tx.w.WriteFPDU(hdr); err != nil {
+		w.status, w.err, w.done = WCLocQPOpErr, fmt.Errorf("iwarp: framing a Flush Request: %w", err), true
+		e.qp.completeSQLocked()
+	}
+}
+
+// frameFlushResponseLocked frames the response to inbound request c, a
+// Flush Request, and frees its slot. Called with the transmit token and
+// QP.mu held.
+func (e *engine) frameFlushResponseLocked(c uint32, ent *irqEntry) {
+	tx := &e.tx
+	hdr := rdmap.AppendFlushResponse(tx.hdr[:0], tx.flushMSN, rdmap.FlushResponseFields{
+		ID: ent.flushID, Status: ent.status, Achieved: ent.achieved,
+	})
+	tx.flushMSN++
+	e.qp.stats.countTx(rdmap.OpExtension, len(hdr))
+	// A header always fits an FPDU; a writer that refuses it is broken,
+	// which the next flush reports.
+	_ = tx.w.WriteFPDU(hdr)
+	if r := e.irq.finish(c); r != nil {
+		e.release = append(e.release, r)
+	}
+	e.qp.checkDrainedLocked()
+	tx.cur = txNone
+}

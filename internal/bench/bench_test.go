@@ -1,0 +1,306 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/internal/conntest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestBenchSession_RoundTripAndBounds(t *testing.T) {
+	s := Session{Phase: PhaseBandwidth, Op: 's', Final: true, Size: 4096, Window: 64, Credits: 128, Batch: 32,
+		Region: Region{TO: 0x7f0000001000, STag: 0x12345678, Len: 4096}}
+	b := AppendSession(nil, s)
+	require.Len(t, b, sessionLen)
+	got, err := ParseSession(b)
+	require.NoError(t, err)
+	require.Equal(t, s, got)
+
+	mutate := func(f func(*Session)) []byte {
+		c := s
+		f(&c)
+		return AppendSession(nil, c)
+	}
+	for name, bad := range map[string][]byte{
+		"short":      b[:39],
+		"magic":      append([]byte("xxxx"), b[4:]...),
+		"version":    append(append([]byte(magic), 9), b[5:]...),
+		"phase":      mutate(func(c *Session) { c.Phase = 'x' }),
+		"op":         mutate(func(c *Session) { c.Op = 'a' }),
+		"size0":      mutate(func(c *Session) { c.Size = 0 }),
+		"size-huge":  mutate(func(c *Session) { c.Size = MaxSize + 1 }),
+		"window":     mutate(func(c *Session) { c.Window = MaxWindow + 1 }),
+		"credits":    mutate(func(c *Session) { c.Credits = maxCredits + 1; c.Batch = 1 }),
+		"batch":      mutate(func(c *Session) { c.Batch = c.Credits + 1 }),
+		"no-credits": mutate(func(c *Session) { c.Credits, c.Batch = 0, 0 }),
+		// A latency Write session: the server writes into the client's
+		// region, which must hold a message and end at or below 2^64.
+		"region-short": mutate(func(c *Session) { c.Phase, c.Op, c.Region.Len = PhaseLatency, 'w', 4095 }),
+		"region-wraps": mutate(func(c *Session) { c.Phase, c.Op, c.Region.TO = PhaseLatency, 'w', math.MaxUint64-4094 }),
+	} {
+		_, err := ParseSession(bad)
+		require.Error(t, err, name)
+	}
+	edge := s
+	edge.Phase, edge.Op, edge.Region.TO = PhaseLatency, 'w', math.MaxUint64-4095 // ends at exactly 2^64
+	_, err = ParseSession(AppendSession(nil, edge))
+	require.NoError(t, err)
+	r := AppendReply(nil, s.Region)
+	adv, err := ParseReply(r)
+	require.NoError(t, err)
+	require.Equal(t, s.Region, adv)
+	_, err = ParseReply(r[:10])
+	require.Error(t, err)
+}
+
+// loopback is a loopback run of the command line's defaults.
+func loopback(op string, size, iters, latIters int) *Config {
+	return &Config{Loopback: true, Op: op, Size: size, Iters: iters, LatIters: latIters, Window: 64, Repeat: 1}
+}
+
+// runJSON runs cfg and decodes its result as bench --json prints it.
+func runJSON(t *testing.T, cfg *Config) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := Run(ctx, cfg)
+	require.NoError(t, err)
+	b, err := json.Marshal(res)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	return m
+}
+
+func num(t *testing.T, m map[string]any, key string) float64 {
+	t.Helper()
+	v, ok := m[key].(float64)
+	require.True(t, ok, "%s missing from %v", key, m)
+	return v
+}
+
+// checkRates checks that a result's figures agree with each other.
+func checkRates(t *testing.T, m map[string]any, prefix string, size int) {
+	t.Helper()
+	msgs, b, secs := num(t, m, prefix+"messages"), num(t, m, prefix+"bytes"), num(t, m, prefix+"seconds")
+	require.Positive(t, msgs)
+	require.Equal(t, msgs*float64(size), b)
+	require.Positive(t, secs)
+	require.InEpsilon(t, b*8/secs/1e9, num(t, m, prefix+"gbps"), 1e-9)
+	require.InEpsilon(t, msgs/secs, num(t, m, prefix+"msg_rate"), 1e-9)
+	p50, p99 := num(t, m, prefix+"lat_p50_us"), num(t, m, prefix+"lat_p99_us")
+	require.Positive(t, p50)
+	require.GreaterOrEqual(t, p99, p50)
+}
+
+// A short loopback run of each operation beside raw TCP, checked through
+// its JSON.
+func TestBench_LoopbackJSON(t *testing.T) {
+	for _, op := range []string{"write", "read", "send"} {
+		t.Run(op, func(t *testing.T) {
+			cfg := loopback(op, 4096, 300, 50)
+			cfg.CompareTCP = true
+			m := runJSON(t, cfg)
+			require.Equal(t, op, m["op"])
+			require.Equal(t, 4096.0, num(t, m, "size"))
+			require.Equal(t, 300.0, num(t, m, "messages"))
+			require.Equal(t, 50.0, num(t, m, "lat_iters"))
+			require.Equal(t, false, m["crc"])
+			require.Contains(t, m["setup"], "MPA rev 2 enhanced, CRC off")
+			checkRates(t, m, "", 4096)
+			checkRates(t, m, "tcp_", 4096)
+			require.Equal(t, 300.0, num(t, m, "tcp_messages"))
+			require.InEpsilon(t, num(t, m, "gbps")/num(t, m, "tcp_gbps"), num(t, m, "ratio"), 1e-9)
+			require.InEpsilon(t, num(t, m, "lat_p50_us")/num(t, m, "tcp_lat_p50_us"), num(t, m, "lat_ratio"), 1e-9)
+		})
+	}
+}
+
+// Odd sizes, one message in flight, CRC, a timed run and a run without
+// its latency phase.
+func TestBench_Variants(t *testing.T) {
+	cfg := loopback("send", 1, 40, 5)
+	cfg.Window, cfg.CRC = 1, true
+	m := runJSON(t, cfg)
+	require.Equal(t, true, m["crc"])
+	require.Contains(t, m["setup"], "CRC32c on")
+	checkRates(t, m, "", 1)
+	require.NotContains(t, m, "tcp_gbps", "no baseline without --compare-tcp")
+
+	cfg = loopback("write", 70000, 0, 0)
+	cfg.Duration, cfg.LatTimed, cfg.CompareTCP = 150*time.Millisecond, true, true
+	m = runJSON(t, cfg)
+	require.GreaterOrEqual(t, num(t, m, "seconds"), 0.15)
+	require.GreaterOrEqual(t, num(t, m, "tcp_seconds"), 0.15)
+	require.Positive(t, num(t, m, "lat_iters"))
+	checkRates(t, m, "", 70000)
+
+	m = runJSON(t, loopback("read", 3, 10, 0))
+	require.Equal(t, 0.0, num(t, m, "lat_iters"))
+	require.Equal(t, 30.0, num(t, m, "bytes"))
+}
+
+// serve runs a server on a loopback listener in the background.
+func serve(t *testing.T, ctx context.Context, cfg ServeConfig) (addr string, log *conntest.LockedBuffer, done chan error) {
+	t.Helper()
+	ln, err := conn.Listen(ctx, "tcp", "127.0.0.1:0", ConnOptions(false)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	log = &conntest.LockedBuffer{}
+	cfg.Log = log
+	done = make(chan error, 1)
+	go func() { done <- Serve(ctx, ln, cfg) }()
+	return ln.Addr().String(), log, done
+}
+
+// The two-process form: a server answers a client and, with Once, exits
+// after the client's last session; a stray connection that is not a bench
+// session is refused without ending the server.
+func TestBench_ServerAndClient(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	addr, log, done := serve(t, ctx, ServeConfig{Once: true})
+
+	_, err := conn.Dial(ctx, "tcp", addr, conn.NewPD(), conn.NewCQ(4), conn.QPCaps{},
+		conn.WithPrivateData([]byte("hello")))
+	require.ErrorContains(t, err, "not an iwarp-peer bench session")
+
+	cfg := &Config{Target: addr, Op: "send", Size: 100, Iters: 500, LatIters: 500, Window: 64, Repeat: 1}
+	res, err := Run(ctx, cfg)
+	require.NoError(t, err)
+	require.NoError(t, <-done)
+	require.Contains(t, log.String(), "refused")
+	require.Equal(t, int64(500), res.Messages)
+	require.Equal(t, "send", res.Op)
+	require.Nil(t, res.TCPGbps)
+}
+
+// A server without Once serves until stopped; none of these clients ends
+// it or keeps the next one out: an MPA Request followed by a reset, a
+// latency session whose region would end past 2^64, one that sends 40
+// one-byte Sends and never reads, and one that keeps its session open.
+func TestBench_ServerSurvivesBadClients(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sctx, stop := context.WithCancel(ctx)
+	addr, log, done := serve(t, sctx, ServeConfig{})
+	good := func() {
+		t.Helper()
+		res, err := Run(ctx, &Config{Target: addr, Op: "write", Size: 64, Iters: 50, LatIters: 10, Window: 8, Repeat: 1})
+		require.NoError(t, err)
+		require.Equal(t, int64(50), res.Messages)
+	}
+	session := func(s Session) []byte { return AppendSession(nil, s) }
+
+	conntest.RequestThenReset(t, addr, session(Session{Phase: PhaseBandwidth, Op: 'w', Size: 64, Window: 8}))
+	good()
+
+	wraps := session(Session{Phase: PhaseLatency, Op: 'w', Size: 64, Window: 1,
+		Region: Region{TO: math.MaxUint64 - 10, STag: 0x100, Len: 64}})
+	_, err := conn.Dial(ctx, "tcp", addr, conn.NewPD(), conn.NewCQ(4), conn.QPCaps{}, conn.WithPrivateData(wraps))
+	require.ErrorContains(t, err, "past 2^64")
+	good()
+
+	flood := conntest.DialRaw(t, addr, session(Session{Phase: PhaseLatency, Op: 's', Size: 1, Window: 1}))
+	flood.Sends(t, 1, 40, []byte{'x'})
+	good()
+	// One that keeps its session open: two Sends, answered, never read.
+	idle := conntest.DialRaw(t, addr, session(Session{Phase: PhaseLatency, Op: 's', Size: 1, Window: 1}))
+	idle.Sends(t, 1, 2, []byte{'x'})
+	good()
+	good() // and again: nothing piles up
+
+	select {
+	case err := <-done:
+		t.Fatalf("the server ended: %v\n%s", err, log.String())
+	default:
+	}
+	stop()
+	require.NoError(t, <-done, "a stopped server ends cleanly")
+	require.Contains(t, log.String(), "past 2^64")
+	require.Contains(t, log.String(), "session b/w from 127.0.0.1:", "the reset is logged")
+}
+
+// With Once, a client whose final session fails, here during or right
+// after connection setup, does not count: the server waits for the next
+// and ends after that one's run.
+func TestBench_OnceCountsOnlyACompletedRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	addr, log, done := serve(t, ctx, ServeConfig{Once: true})
+	conntest.RequestThenReset(t, addr, AppendSession(nil, Session{Phase: PhaseBandwidth, Op: 'w', Final: true, Size: 64, Window: 8}))
+	conntest.Garbage(t, addr)
+	_, err := Run(ctx, &Config{Target: addr, Op: "read", Size: 64, Iters: 20, LatIters: 5, Window: 8, Repeat: 1})
+	require.NoError(t, err)
+	select {
+	case err := <-done:
+		require.NoError(t, err, log.String())
+	case <-ctx.Done():
+		t.Fatalf("the server did not end after its client's run:\n%s", log.String())
+	}
+}
+
+func TestCombineRuns(t *testing.T) {
+	mk := func(g, lat, tg, tlat float64) Result {
+		r := Result{Op: "write", Gbps: g, Messages: int64(g * 10), LatP50us: lat, LatP99us: 2 * lat, Repeat: 1}
+		r.TCPGbps, r.TCPLatP50us, r.TCPLatP99us = ptr(tg), ptr(tlat), ptr(2*tlat)
+		r.Ratio, r.LatRatio = ptr(g/tg), ptr(lat/tlat)
+		return r
+	}
+	runs := []Result{mk(3, 10, 4, 5), mk(1, 30, 2, 10), mk(2, 20, 5, 8)}
+	c := CombineRuns(runs)
+	require.Equal(t, 3, c.Repeat)
+	require.Equal(t, 2.0, c.Gbps, "the run with the median bandwidth")
+	require.Equal(t, int64(20), c.Messages, "from that same run")
+	require.Equal(t, 20.0, c.LatP50us)
+	require.Equal(t, 40.0, c.LatP99us)
+	require.Equal(t, 4.0, *c.TCPGbps)
+	require.Equal(t, 8.0, *c.TCPLatP50us)
+	require.Equal(t, 0.5, *c.Ratio, "median of 0.75, 0.5, 0.4")
+	require.Equal(t, 2.5, *c.LatRatio, "median of 2, 3, 2.5")
+	require.Equal(t, 1.0, *c.GbpsMin)
+	require.Equal(t, 3.0, *c.GbpsMax)
+	require.Equal(t, 0.4, *c.RatioMin)
+	require.Equal(t, 0.75, *c.RatioMax)
+	require.Equal(t, 5.0, *c.TCPLatP50usMin)
+	require.Equal(t, 10.0, *c.TCPLatP50usMax)
+	// One run is itself, without a spread.
+	one := CombineRuns(runs[:1])
+	require.Equal(t, runs[0], one)
+	require.Nil(t, one.GbpsMin)
+}
+
+func TestBench_Repeat(t *testing.T) {
+	cfg := loopback("write", 512, 200, 20)
+	cfg.CompareTCP, cfg.Repeat = true, 3
+	m := runJSON(t, cfg)
+	require.Equal(t, 3.0, num(t, m, "repeat"))
+	for _, k := range []string{"gbps", "lat_p50_us", "tcp_gbps", "tcp_lat_p50_us", "ratio", "lat_ratio"} {
+		require.LessOrEqual(t, num(t, m, k+"_min"), num(t, m, k), k)
+		require.GreaterOrEqual(t, num(t, m, k+"_max"), num(t, m, k), k)
+	}
+	checkRates(t, m, "", 512)
+}
+
+func TestBench_WarmUp(t *testing.T) {
+	counted := &Config{LatIters: 1000}
+	require.True(t, counted.warmingUp(99, time.Time{}, time.Time{}))
+	require.False(t, counted.warmingUp(100, time.Time{}, time.Time{}))
+	require.Equal(t, int64(1100), counted.latStopper(time.Now()).iters, "warm-up round trips come on top")
+	require.Equal(t, 1, (&Config{LatIters: 10}).warmup())
+
+	start := time.Now()
+	timed := &Config{LatTimed: true, Duration: time.Second}
+	require.True(t, timed.warmingUp(5, start, start.Add(50*time.Millisecond)))
+	require.False(t, timed.warmingUp(5, start, start.Add(150*time.Millisecond)), "at most a tenth of the time")
+	require.False(t, timed.warmingUp(100, start, start))
+}

@@ -1,0 +1,150 @@
+package bench
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/iwarp-go/iwarp-go/internal/units"
+)
+
+// Result is what a run measured, as the JSON object bench --json prints.
+type Result struct {
+	Op       string  `json:"op"`
+	Size     int     `json:"size"`
+	CRC      bool    `json:"crc"`
+	Window   int     `json:"window"`
+	Messages int64   `json:"messages"`
+	Bytes    int64   `json:"bytes"`
+	Seconds  float64 `json:"seconds"`
+	Gbps     float64 `json:"gbps"`
+	MsgRate  float64 `json:"msg_rate"`
+	LatIters int     `json:"lat_iters"`
+	LatP50us float64 `json:"lat_p50_us"`
+	LatP99us float64 `json:"lat_p99_us"`
+	Setup    string  `json:"setup"`
+
+	TCPMessages *int64   `json:"tcp_messages,omitempty"`
+	TCPBytes    *int64   `json:"tcp_bytes,omitempty"`
+	TCPSeconds  *float64 `json:"tcp_seconds,omitempty"`
+	TCPGbps     *float64 `json:"tcp_gbps,omitempty"`
+	TCPMsgRate  *float64 `json:"tcp_msg_rate,omitempty"`
+	TCPLatP50us *float64 `json:"tcp_lat_p50_us,omitempty"`
+	TCPLatP99us *float64 `json:"tcp_lat_p99_us,omitempty"`
+	// Ratio is ours / raw TCP bandwidth; LatRatio ours / raw TCP median
+	// latency.
+	Ratio    *float64 `json:"ratio,omitempty"`
+	LatRatio *float64 `json:"lat_ratio,omitempty"`
+
+	// With --repeat: how many runs, and the smallest and largest value of
+	// the main figures over them.
+	Repeat         int      `json:"repeat"`
+	GbpsMin        *float64 `json:"gbps_min,omitempty"`
+	GbpsMax        *float64 `json:"gbps_max,omitempty"`
+	LatP50usMin    *float64 `json:"lat_p50_us_min,omitempty"`
+	LatP50usMax    *float64 `json:"lat_p50_us_max,omitempty"`
+	TCPGbpsMin     *float64 `json:"tcp_gbps_min,omitempty"`
+	TCPGbpsMax     *float64 `json:"tcp_gbps_max,omitempty"`
+	TCPLatP50usMin *float64 `json:"tcp_lat_p50_us_min,omitempty"`
+	TCPLatP50usMax *float64 `json:"tcp_lat_p50_us_max,omitempty"`
+	RatioMin       *float64 `json:"ratio_min,omitempty"`
+	RatioMax       *float64 `json:"ratio_max,omitempty"`
+	LatRatioMin    *float64 `json:"lat_ratio_min,omitempty"`
+	LatRatioMax    *float64 `json:"lat_ratio_max,omitempty"`
+}
+
+// phaseResult is what a bandwidth phase measured.
+type phaseResult struct {
+	messages int64
+	bytes    int64
+	elapsed  time.Duration
+}
+
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+func fillPhase(bw phaseResult, lat []time.Duration) (msgs, bytes int64, secs, rate, msgRate, p50, p99 float64) {
+	secs = bw.elapsed.Seconds()
+	rate = units.Gbps(bw.bytes, bw.elapsed)
+	if secs > 0 {
+		msgRate = float64(bw.messages) / secs
+	}
+	l50, l99 := units.Latency(lat)
+	return bw.messages, bw.bytes, secs, rate, msgRate, micros(l50), micros(l99)
+}
+
+// CombineRuns summarises repeated runs by their medians: the bandwidth
+// figures (messages, bytes, seconds, rates) are those of the run with the
+// median bandwidth, so that they stay consistent with each other; each
+// latency figure and each ratio is the median over the runs (a ratio
+// pairs a run with the baseline measured right after it, under the same
+// load). The spread is reported as the minimum and maximum.
+func CombineRuns(runs []Result) Result {
+	if len(runs) == 1 {
+		return runs[0]
+	}
+	res := medianBy(runs, func(r *Result) float64 { return r.Gbps })
+	res.Repeat = len(runs)
+	res.LatP50us, res.LatP99us = medianOf(runs, func(r *Result) *float64 { return &r.LatP50us }), medianOf(runs, func(r *Result) *float64 { return &r.LatP99us })
+	res.GbpsMin, res.GbpsMax = spread(runs, func(r *Result) *float64 { return &r.Gbps })
+	res.LatP50usMin, res.LatP50usMax = spread(runs, func(r *Result) *float64 { return &r.LatP50us })
+	if runs[0].TCPGbps != nil {
+		t := medianBy(runs, func(r *Result) float64 { return *r.TCPGbps })
+		res.TCPMessages, res.TCPBytes, res.TCPSeconds, res.TCPGbps, res.TCPMsgRate = t.TCPMessages, t.TCPBytes, t.TCPSeconds, t.TCPGbps, t.TCPMsgRate
+		res.TCPGbpsMin, res.TCPGbpsMax = spread(runs, func(r *Result) *float64 { return r.TCPGbps })
+		res.Ratio = ptr(medianOf(runs, func(r *Result) *float64 { return r.Ratio }))
+		res.RatioMin, res.RatioMax = spread(runs, func(r *Result) *float64 { return r.Ratio })
+	}
+	if runs[0].TCPLatP50us != nil {
+		res.TCPLatP50us = ptr(medianOf(runs, func(r *Result) *float64 { return r.TCPLatP50us }))
+		res.TCPLatP99us = ptr(medianOf(runs, func(r *Result) *float64 { return r.TCPLatP99us }))
+		res.TCPLatP50usMin, res.TCPLatP50usMax = spread(runs, func(r *Result) *float64 { return r.TCPLatP50us })
+	}
+	if runs[0].LatRatio != nil {
+		res.LatRatio = ptr(medianOf(runs, func(r *Result) *float64 { return r.LatRatio }))
+		res.LatRatioMin, res.LatRatioMax = spread(runs, func(r *Result) *float64 { return r.LatRatio })
+	}
+	return res
+}
+
+func ptr(v float64) *float64 { return &v }
+
+// medianBy returns the run with the median key (nearest rank).
+func medianBy(runs []Result, key func(*Result) float64) Result {
+	idx := make([]int, len(runs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(key(&runs[a]), key(&runs[b])) })
+	return runs[idx[(len(idx)+1)/2-1]]
+}
+
+// medianOf is the nearest-rank median of a figure over the runs.
+func medianOf(runs []Result, get func(*Result) *float64) float64 {
+	v := make([]float64, 0, len(runs))
+	for i := range runs {
+		if p := get(&runs[i]); p != nil {
+			v = append(v, *p)
+		}
+	}
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	return v[(len(v)+1)/2-1]
+}
+
+func spread(runs []Result, get func(*Result) *float64) (lo, hi *float64) {
+	for i := range runs {
+		p := get(&runs[i])
+		if p == nil {
+			continue
+		}
+		if lo == nil || *p < *lo {
+			lo = ptr(*p)
+		}
+		if hi == nil || *p > *hi {
+			hi = ptr(*p)
+		}
+	}
+	return lo, hi
+}

@@ -1,0 +1,308 @@
+package rping
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/internal/waiter"
+)
+
+// Config is one rping run: rping's command line, and where its output goes.
+type Config struct {
+	// Addr is the address a server listens on ("" for every address) or
+	// the server a client connects to; Port its port (a server's 0 picks
+	// a free one).
+	Addr string
+	Port int
+	// Src is the client's source address ("" for any).
+	Src string
+	// Count is the number of pings (0: until interrupted, or until the
+	// server disconnects, which rping counts as success).
+	Count int
+	// Size is the ping size, MinSize to MaxSize.
+	Size int
+	// Persistent makes a server serve every client, concurrently, until
+	// its context ends (rping -P).
+	Persistent bool
+	// Verbose prints every ping (-v), Validate checks the ping the server
+	// wrote back (-V), Debug traces each step (-d).
+	Verbose, Validate, Debug bool
+	// Rev, if not 0, is the only MPA revision a server accepts.
+	Rev int
+	// Options are connection options applied after rping's own. Those are
+	// what rping over siw does: IRD = ORD = 1, a peer assumed to take one
+	// Read at a time where no IRD/ORD is exchanged, and the private data
+	// exactly as given (no iwarp-go peer trailer). A client offers what a
+	// siw client offers, no CRC and no peer-to-peer; a server follows the
+	// client's CRC bit and accepts every RTR type.
+	Options []conn.Option
+	// Out and Err are rping's stdout and stderr.
+	Out, Err io.Writer
+	// Ready, if not nil, is told a server's listening address.
+	Ready func(net.Addr)
+}
+
+// Check applies rping's limits, and words its refusals as rping does.
+func (c *Config) Check() error {
+	switch {
+	case c.Size < MinSize || c.Size > MaxSize:
+		//lint:ignore ST1005 rping's own message
+		return fmt.Errorf("Invalid size %d (valid range is %d to %d)", c.Size, MinSize, MaxSize)
+	case c.Count < 0:
+		//lint:ignore ST1005 rping's own message
+		return fmt.Errorf("Invalid count %d", c.Count)
+	case c.Port < 0 || c.Port > 65535:
+		//lint:ignore ST1005 rping's own message
+		return fmt.Errorf("Invalid port %d", c.Port)
+	}
+	return nil
+}
+
+func (c *Config) options(server bool) []conn.Option {
+	opts := []conn.Option{conn.WithIRDORD(1, 1), conn.WithPeerIRD(1), conn.WithoutPeerTrailer(), conn.WithCRC(conn.CRCOff)}
+	if server {
+		opts = append(opts, conn.WithP2P(conn.RTRWrite|conn.RTRRead|conn.RTRSend))
+	} else {
+		opts = append(opts, conn.WithoutP2P())
+	}
+	return append(opts, c.Options...)
+}
+
+// start prints -d's account of the configuration and returns the writers
+// the run uses: a persistent server's connections share them.
+func (c *Config) start(role string) (out, errw io.Writer) {
+	out, errw = &syncWriter{w: c.Out}, &syncWriter{w: c.Err}
+	if c.Debug {
+		fmt.Fprintf(out, "%s\nport %d\nsize %d\ncount %d\n", role, c.Port, c.Size, c.Count)
+	}
+	return out, errw
+}
+
+// syncWriter serialises the lines of a persistent server's connections.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// The numbers of rping's test states DISCONNECTED and ERROR, which its
+// "wait for <state> state %d" messages print.
+const (
+	stateDisconnected = 10
+	stateError        = 11
+)
+
+// errDisconnected: the peer went away (rping's DISCONNECTED state).
+var errDisconnected = errors.New("disconnected")
+
+// endpoint is one side's queue pair and buffers.
+type endpoint struct {
+	pd    *conn.PD
+	qp    *conn.QP
+	w     *waiter.Waiter
+	recv  *conn.MR // one 16-byte receive buffer, reposted after each use
+	send  *conn.MR // 2×16 bytes: the two advertisements of an iteration
+	rdma  *conn.MR // Read sink (server) / Write sink (client)
+	start *conn.MR // client only: the Read source
+	debug bool
+	out   io.Writer
+	// Send completions seen and Sends posted: an advertisement buffer
+	// is rewritten only after its Send completed.
+	sendsDone, sendsPosted int
+}
+
+func newEndpoint(size int, client, debug bool, out io.Writer) (_ *endpoint, err error) {
+	e := &endpoint{pd: conn.NewPD(), debug: debug, out: out}
+	cq := conn.NewCQ(sqDepth * 2)
+	e.qp, err = e.pd.NewQP(cq, conn.QPCaps{SendDepth: sqDepth, RecvDepth: rqDepth, MaxSendSGE: 1, MaxRecvSGE: 1})
+	if err != nil {
+		return nil, err
+	}
+	e.w = waiter.New(cq, e.qp)
+	defer func() {
+		if err != nil {
+			e.qp.Close()
+		}
+	}()
+	if e.recv, err = e.pd.Register(make([]byte, InfoLen), conn.LocalWrite); err != nil {
+		return nil, err
+	}
+	if e.send, err = e.pd.Register(make([]byte, 2*InfoLen), 0); err != nil {
+		return nil, err
+	}
+	all := conn.LocalWrite | conn.RemoteRead | conn.RemoteWrite
+	if e.rdma, err = e.pd.Register(make([]byte, size), all); err != nil {
+		return nil, err
+	}
+	if client {
+		if e.start, err = e.pd.Register(make([]byte, size), all); err != nil {
+			return nil, err
+		}
+	}
+	e.debugf("created pd, cq and qp; registered buffers of %d bytes", size)
+	if err = e.postRecv(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *endpoint) debugf(format string, a ...any) {
+	if e.debug {
+		fmt.Fprintf(e.out, format+"\n", a...)
+	}
+}
+
+func (e *endpoint) postRecv() error {
+	return e.qp.PostRecv(conn.RecvWR{ID: 1, SGL: []conn.SGE{e.recv.SGE(0, InfoLen)}})
+}
+
+// post posts one signaled work request, as rping signals all of them.
+func (e *endpoint) post(op conn.Op, sge conn.SGE, remote conn.RemoteAddr) error {
+	if err := e.qp.PostSend(conn.SendWR{Op: op, Flags: conn.Signaled, SGL: []conn.SGE{sge}, Remote: remote}); err != nil {
+		if errors.Is(err, conn.ErrQPClosed) {
+			return &waitError{want: "posting " + op.String(), state: stateDisconnected, cause: err}
+		}
+		return fmt.Errorf("post send error %w", err)
+	}
+	if op == conn.OpSend {
+		e.sendsPosted++
+	}
+	return nil
+}
+
+// waitSends waits until every Send posted so far has completed.
+func (e *endpoint) waitSends(ctx context.Context) error {
+	for e.sendsDone < e.sendsPosted {
+		wc, err := e.pop(ctx)
+		if err != nil {
+			return err
+		}
+		if wc.Op != conn.WCSend {
+			return fmt.Errorf("unexpected %s completion", wc.Op)
+		}
+	}
+	return nil
+}
+
+// pop returns the next completion. It returns errDisconnected when the
+// connection ended: flushed work, or the queue pair is done with nothing
+// left to report.
+func (e *endpoint) pop(ctx context.Context) (conn.WorkCompletion, error) {
+	wc, err := e.w.Next(ctx)
+	switch {
+	case waiter.Ended(err):
+		return wc, errDisconnected
+	case err != nil && wc.Status != conn.WCSuccess:
+		return wc, fmt.Errorf("cq completion failed status %d (%s: %v)", wc.Status, wc.Status, err)
+	case err != nil:
+		return wc, err
+	}
+	switch wc.Op {
+	case conn.WCSend:
+		e.debugf("send completion")
+		e.sendsDone++
+	case conn.WCRDMAWrite:
+		e.debugf("rdma write completion")
+	case conn.WCRDMARead:
+		e.debugf("rdma read completion")
+	case conn.WCRecv:
+		e.debugf("recv completion")
+	}
+	return wc, nil
+}
+
+// next returns the next completion other than a Send's: rping only counts
+// those.
+func (e *endpoint) next(ctx context.Context) (conn.WorkCompletion, error) {
+	for {
+		wc, err := e.pop(ctx)
+		if err != nil || wc.Op != conn.WCSend {
+			return wc, err
+		}
+	}
+}
+
+// expect waits for a completion of kind op. want is the rping state the
+// caller waits for, named in rping's message when something else happens.
+func (e *endpoint) expect(ctx context.Context, op conn.WCOpcode, want string) (conn.WorkCompletion, error) {
+	wc, err := e.next(ctx)
+	if err == nil && wc.Op != op {
+		err = fmt.Errorf("unexpected %s completion", wc.Op)
+	}
+	if err != nil {
+		state := stateError
+		if errors.Is(err, errDisconnected) {
+			state = stateDisconnected
+		}
+		return wc, &waitError{want: want, state: state, cause: err}
+	}
+	return wc, nil
+}
+
+// waitError is rping's "wait for <want> state <state>" failure.
+type waitError struct {
+	want  string
+	state int
+	cause error
+}
+
+func (e *waitError) Error() string {
+	return fmt.Sprintf("wait for %s state %d", e.want, e.state)
+}
+
+func (e *waitError) Unwrap() error { return e.cause }
+
+// disconnected reports whether err is rping's DISCONNECTED state.
+func disconnected(err error) (*waitError, bool) {
+	var se *waitError
+	return se, errors.As(err, &se) && se.state == stateDisconnected
+}
+
+// expectRecv waits for the peer's next message, checks it the way rping
+// does (exactly 16 bytes), decodes it and reposts the receive buffer.
+func (e *endpoint) expectRecv(ctx context.Context, want string) (Info, error) {
+	wc, err := e.expect(ctx, conn.WCRecv, want)
+	if err != nil {
+		return Info{}, err
+	}
+	if wc.ByteLen != InfoLen {
+		return Info{}, fmt.Errorf("%w, size %d", errBogus, wc.ByteLen)
+	}
+	info, err := ParseInfo(e.recv.Bytes())
+	if err != nil {
+		return info, err
+	}
+	if err := e.postRecv(); err != nil {
+		if errors.Is(err, conn.ErrQPClosed) {
+			// The peer left between its message and the repost.
+			return info, &waitError{want: want, state: stateDisconnected, cause: err}
+		}
+		return info, fmt.Errorf("post recv error: %w", err)
+	}
+	return info, nil
+}
+
+// close ends the connection: gracefully (rdma_disconnect) unless ctx was
+// cancelled, which is an interruption and resets it.
+func (e *endpoint) close(ctx context.Context) {
+	if ctx.Err() != nil {
+		e.qp.Abort()
+		return
+	}
+	e.qp.Close()
+}
+
+func hostPort(addr string, port int) string {
+	return net.JoinHostPort(addr, strconv.Itoa(port))
+}

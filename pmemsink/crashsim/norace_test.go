@@ -1,0 +1,5 @@
+//go:build !race
+
+package crashsim
+
+const raceOn = false

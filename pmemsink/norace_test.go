@@ -1,0 +1,5 @@
+//go:build !race
+
+package pmemsink
+
+const raceOn = false

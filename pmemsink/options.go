@@ -1,0 +1,83 @@
+package pmemsink
+
+import (
+	"os"
+	"time"
+)
+
+// Option configures Open.
+type Option func(*config)
+
+type config struct {
+	mode         Mode
+	perm         os.FileMode
+	noCreate     bool
+	trackerCap   int
+	closeTimeout time.Duration
+
+	// Test overrides; none is reachable from a command line, and a sink
+	// opened with one never reports itself durable.
+	shadow     Shadow
+	shadowMode Mode
+	testFlush  string // run the DAX persist path with this instruction on any file
+	hooks      *testHooks
+}
+
+// testHooks are deliberate defects the crash-simulator tests switch on to
+// prove that the simulator catches them. Only this package's tests set them.
+type testHooks struct {
+	misalignMsync bool // msync from the aligned start for the unrounded length
+	dropAtCap     bool // a full dirty set drops the new range instead of widening
+}
+
+func defaultConfig() config {
+	return config{mode: ModeAuto, perm: 0o600, trackerCap: 64, closeTimeout: 10 * time.Second}
+}
+
+// WithMode requests a mode; Open verifies it. ModeDAX fails unless the path
+// is a device-DAX character device or a MAP_SYNC mapping of it succeeds
+// (and the CPU has a cache-line write-back instruction). ModeMsync runs
+// anywhere but on device DAX (where msync does nothing); on tmpfs it runs
+// and reports itself not durable. ModeVolatile never persists.
+func WithMode(m Mode) Option { return func(c *config) { c.mode = m } }
+
+// WithPerm sets the permissions of a file Open creates (default 0600).
+func WithPerm(perm os.FileMode) Option { return func(c *config) { c.perm = perm } }
+
+// WithoutCreate makes Open fail if the file does not exist.
+func WithoutCreate() Option { return func(c *config) { c.noCreate = true } }
+
+// WithTrackerCapacity sets how many disjoint dirty ranges each Tracker
+// holds before it widens ranges to stay within that bound (default 64,
+// minimum 2). Memory per tracker is 32 bytes per range.
+func WithTrackerCapacity(n int) Option {
+	return func(c *config) { c.trackerCap = max(n, 2) }
+}
+
+// WithCloseTimeout bounds how long Close waits for attached trackers to
+// detach after asking them to stop (default 10 s).
+func WithCloseTimeout(d time.Duration) Option { return func(c *config) { c.closeTimeout = d } }
+
+// Shadow stands in for the persistence hardware in crash simulations: a
+// sink opened WithShadow maps its file as usual but, instead of msync or
+// cache-line write-backs, tells the shadow which region bytes each persist
+// covers. Package crashsim provides one that keeps a durable image.
+// Offsets are region offsets.
+type Shadow interface {
+	// Msync models msync(MS_SYNC) of [start, start+length): EINVAL unless
+	// start is page-aligned; whole pages are covered.
+	Msync(start, length uint64) error
+	// WriteBack models a cache-line write-back (CLWB) of the line holding
+	// region byte off.
+	WriteBack(off uint64)
+	// Fence models SFENCE: lines written back before it are durable after
+	// it.
+	Fence()
+}
+
+// WithShadow is for tests: Persist reports to sh as a sink in mode
+// emulate (ModeMsync or ModeDAX) would persist, with the same span
+// arithmetic. The sink reports Backing "simulated" and is never durable.
+func WithShadow(sh Shadow, emulate Mode) Option {
+	return func(c *config) { c.shadow, c.shadowMode = sh, emulate }
+}
