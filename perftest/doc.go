@@ -36,8 +36,9 @@
 //
 // # Differences from perftest
 //
-// Time is taken from Go's monotonic clock, so nothing is calibrated (in
-// a virtual machine perftest's CPU-clock calibration often fails). Where
+// Time is taken from Go's monotonic clock, so nothing is calibrated
+// (perftest calibrates its CPU clock against gettimeofday, which fails in
+// a virtual machine whose clock source is an emulated device). Where
 // perftest carves one buffer into halves, this side registers a region
 // per use, so that no memory is sent from while the peer places into it.
 // write_lat and a send_bw client read memory that the peer's RDMA Writes
