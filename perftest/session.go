@@ -275,7 +275,7 @@ func (s *session) connect(ctx context.Context, n int) error {
 			return err
 		}
 	}
-	if s.role == Client {
+	if s.role == Client && !s.qps[0].PeerIsIwarpGo() {
 		// iwarp-go holds an initiator's first FPDU back toward peers that
 		// may be siw; let the hold pass before anything is timed.
 		time.Sleep(conn.DefaultFirstFPDUDelay)
@@ -357,9 +357,10 @@ const closeLinger = 2 * time.Second
 // closeLinger): siw may still be completing its last Send or Write when
 // the message has already arrived here, and a connection closed at that
 // moment fails the work request (IBV_WC_LOC_QP_OP_ERR) and the perftest
-// program with it. Between two iwarp-go sides the server closes at once.
+// program with it. Between two iwarp-go sides both close at once.
 func (s *session) teardown(failed bool) {
-	if !failed && !(s.role == Server && s.peerIsGo) {
+	peerIsGo := s.peerIsGo || (s.comm != nil && s.comm.qp.PeerIsIwarpGo())
+	if !failed && !peerIsGo {
 		timer := time.NewTimer(closeLinger)
 		qps := s.qps
 		if s.comm != nil {
