@@ -328,18 +328,6 @@ func TestGoPerftestAllSizes(t *testing.T) {
 	perftestCase(t, ptCase{test: "write_bw", all: true, iters: 20})
 }
 
-// scenarioCase is scenario for a case inside a scenario that already
-// records the headers: a time budget, and the case's guest jobs and host
-// output kept if it fails.
-func scenarioCase(t *testing.T, budget time.Duration) context.Context {
-	t.Helper()
-	t.Cleanup(func() { keepHostArtifacts(t) })
-	vm.Track(t)
-	ctx, cancel := context.WithTimeout(context.Background(), budget)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func perftestCase(t *testing.T, c ptCase) {
 	ctx := scenarioCase(t, 10*time.Minute)
 	ini, resp := roles(c.goServer)
