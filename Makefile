@@ -8,7 +8,7 @@ FUZZTIME ?= 60s
 # Library packages that must build, tests included, on every supported
 # system: `make vet` names each one, so a package that build tags leave empty
 # on some system fails there. Add every new library package here.
-PORTABLE_PKGS = ./mpa ./ddp ./rdmap ./stag ./termcode ./conn ./dissect ./pcaptap ./pmemsink ./pmemsink/crashsim ./rpma ./cmd/iwarp-peer
+PORTABLE_PKGS = ./mpa ./ddp ./rdmap ./stag ./termcode ./conn ./dissect ./pcaptap ./pmemsink ./pmemsink/crashsim ./rpma ./metrics ./metrics/iwarpprom ./metrics/iwarpexpvar ./cmd/iwarp-peer
 # The GOOS/GOARCH pairs they support.
 PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 \
 	windows/amd64 windows/arm64 freebsd/amd64 freebsd/arm64
@@ -40,13 +40,14 @@ vet:
 	done; \
 	if [ -n "$$failed" ]; then echo "go vet failed for:$$failed" >&2; exit 1; fi
 
-# The interop suite's files carry the "interop" build tag: checked in a
-# second pass.
+# The interop suite's files carry the "interop" build tag, the Docker
+# scenarios' "interopdocker": each checked in a pass of its own.
 staticcheck:
 	@test -x $(STATICCHECK) || $(MAKE) staticcheck-install
 	@rc=0; \
 	$(STATICCHECK) ./... || rc=1; \
 	$(STATICCHECK) -tags interop ./interop/... || rc=1; \
+	$(STATICCHECK) -tags interopdocker ./interop/siw/docker/ || rc=1; \
 	exit $$rc
 
 staticcheck-install:
@@ -61,11 +62,22 @@ fuzz-short:
 fuzz:
 	./scripts/fuzz.sh --each $(FUZZTIME)
 
-# iwarp-go beside raw Go TCP on loopback, written into docs/performance.md;
+# iwarp-go beside raw Go TCP on loopback, and durable writes into a pmemsink
+# region beside the same work done locally, written into docs/performance.md;
 # REPEAT (runs per row, default 5) and DURATION (per phase, default 500ms)
-# may be set: make bench REPEAT=9 DURATION=2s
+# may be set: make bench REPEAT=9 DURATION=2s; COUNT and BENCHTIME for the
+# durable-write rows (default 3 and 200ms).
 bench:
 	./scripts/bench.sh
 
 interop:
 	./interop/siw/run.sh all
+
+# The siw peer as a Docker image (interop/siw/docker/): build it, or run the
+# interop scenarios through it. Both start a Docker engine if none runs.
+.PHONY: siw-image interop-docker
+siw-image:
+	./interop/siw/docker/image.sh
+
+interop-docker:
+	./interop/siw/docker/test.sh

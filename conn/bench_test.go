@@ -42,6 +42,8 @@ func drive(b *testing.B, ep *endpoint, mk func(i int) SendWR) {
 	wcs := make([]WorkCompletion, 64)
 	inflight := 0 // signaled completions outstanding, in units of 16 WRs
 	ctx := context.Background()
+	c := startCost()
+	defer c.report(b)
 	for i := 0; i < b.N; i++ {
 		wr := mk(i)
 		if i%16 == 15 || i == b.N-1 {
@@ -198,6 +200,7 @@ func BenchmarkPingPong(b *testing.B) {
 	wcs := make([]WorkCompletion, 4)
 	b.ReportAllocs()
 	b.ResetTimer()
+	sw := startCost()
 	for i := 0; i < b.N; i++ {
 		if err := client.qp.PostSend(SendWR{Op: OpSend, SGL: csgl}); err != nil {
 			b.Fatal(err)
@@ -215,6 +218,7 @@ func BenchmarkPingPong(b *testing.B) {
 			}
 		}
 	}
+	sw.report(b)
 	b.StopTimer()
 	client.qp.Close()
 	server.qp.Close()
@@ -258,12 +262,14 @@ func BenchmarkRawTCPStream(b *testing.B) {
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			b.ResetTimer()
+			cost := startCost()
 			for i := 0; i < b.N; i++ {
 				if _, err := c.Write(buf); err != nil {
 					b.Fatal(err)
 				}
 			}
 			require.NoError(b, <-done)
+			cost.report(b)
 		})
 	}
 }
@@ -296,12 +302,14 @@ func BenchmarkRawTCPMessages(b *testing.B) {
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			b.ResetTimer()
+			cost := startCost()
 			for i := 0; i < b.N; i++ {
 				if _, err := c.Write(buf); err != nil {
 					b.Fatal(err)
 				}
 			}
 			require.NoError(b, <-done)
+			cost.report(b)
 		})
 	}
 }
@@ -323,6 +331,7 @@ func BenchmarkRawTCPPingPong(b *testing.B) {
 	buf := make([]byte, 8)
 	b.ReportAllocs()
 	b.ResetTimer()
+	sw := startCost()
 	for i := 0; i < b.N; i++ {
 		if _, err := c.Write(buf); err != nil {
 			b.Fatal(err)
@@ -331,4 +340,5 @@ func BenchmarkRawTCPPingPong(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	sw.report(b)
 }

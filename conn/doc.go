@@ -25,9 +25,12 @@
 // # Concurrency
 //
 // Each connected queue pair runs two goroutines. The receiver reads an FPDU
-// header, validates it (STag, protection domain, rights, bounds, MSN), reads
-// the payload straight into registered memory, verifies the CRC, and pushes
-// the completion. The transmitter frames send-queue messages and Read
+// and, with CRC (the default), verifies its CRC before acting on any of it
+// (RFC 5044 §6), so that a damaged header can never steer bytes anywhere;
+// it then validates the header (STag, protection domain, rights, bounds,
+// MSN), copies the payload into registered memory and pushes the
+// completion. Without CRC the payload goes straight from the socket into
+// registered memory. The transmitter frames send-queue messages and Read
 // Responses into batched writevs; MSNs are assigned under the lock that
 // orders bytes onto the socket. Close ends both and flushes outstanding
 // work with WCWRFlushErr completions; so does a peer's FIN, reset or
@@ -41,14 +44,20 @@
 //     Send or Read Response being placed, and how much of the oldest Read
 //     Response has arrived. The receiver goroutine holds it while it reads;
 //     any goroutine that holds it may receive (a graceful Close whose
-//     receiver is running a completion handler does).
+//     receiver is running a completion handler does, and so does a
+//     CQ.Wait on a CQ of one queue pair, which receives short FPDUs
+//     itself while the receiver stands by — see CQ.Wait).
 //   - The transmit token (a mutex): the FPDU writer, the message being
 //     segmented, the Send and Read Request MSNs. The transmitter goroutine
 //     holds it, and so may a posting goroutine (inline sends, which never
 //     block), the receive token holder answering a Read Request, or Close.
 //   - QP.mu: the queue pair's state, the send queue, the receive queue, the
 //     outbound and inbound Read queues, completions waiting for a handler.
-//   - CQ.mu: the completion ring and its reservations.
+//   - CQ.mu: the completion ring and its reservations, and the queue
+//     pairs completing on the CQ.
+//   - The poke lock (a leaf, taken under any of the others): whether the
+//     receive token holder waits between FPDUs, so that a completion
+//     pushed by another goroutine may cut a CQ.Wait's socket wait short.
 //   - A region's protection state is lock-free (package stag); a Watched
 //     region's bytes are guarded by its own lock during placement.
 //

@@ -28,6 +28,9 @@ const (
 	// Batch limits of one writev.
 	maxBatchFPDUs = 320
 	maxBatchBytes = 4 << 20
+	// maxBatchStaged bounds the payload copied for one writev (stageFor):
+	// the copies are taken from a shared pool and given back after it.
+	maxBatchStaged = 256 << 10
 	// readerBuffer is the FPDU reader's buffer; large payloads bypass it.
 	readerBuffer = 32 << 10
 	// terminateTimeout bounds the write of a Terminate to a peer that does
@@ -78,6 +81,15 @@ type engine struct {
 	// holds a remote reference on it), published for revokeRemote.
 	placing atomic.Pointer[stag.Region]
 
+	// Receiving in CQ.Wait (waitrx.go).
+	pokeMu   sync.Mutex
+	awaiting bool          // the receive token holder waits between FPDUs
+	poked    bool          // a deadline cut that wait short
+	lastWait atomic.Int64  // nanotime a CQ.Wait last received for this connection
+	standBy  *time.Timer   // the receiver goroutine's pause while waiters receive
+	resume   chan struct{} // capacity 1: a waiter handed the socket back
+	waitRx   atomic.Int64  // FPDUs CQ.Wait received (tests look)
+
 	log   *slog.Logger          // nil: no tracing
 	onEnd func(net.Addr, error) // the listener that accepted it, told at the end
 	idle  time.Duration         // WithIdleTimeout; 0: never
@@ -94,6 +106,7 @@ func newEngine(qp *QP, c net.Conn, res *mpa.Result, cfg *config, peer peerInfo) 
 		peerIsGo: peerIsGo,
 		flushExt: peer.flush(),
 		drained:  make(chan struct{}),
+		resume:   make(chan struct{}, 1),
 	}
 	e.mulpdu = mulpduFor(c, cfg, peerIsGo, res.SendMarkers)
 	e.rx.init(c, res, e.flushExt)
@@ -167,6 +180,8 @@ func (e *engine) start() {
 			slog.String("role", r.Role.String()), slog.Bool("crc", r.CRC), slog.Bool("iwarp_go_peer", e.peerIsGo),
 			slog.Int("ird", e.irq.limit), slog.Int("ord", e.orq.limit), slog.Int("mulpdu", e.mulpdu))
 	}
+	e.qp.scq.attach(e)
+	e.qp.rcq.attach(e)
 	go e.transmitter()
 	go e.receiver()
 }
@@ -379,10 +394,13 @@ func (e *engine) finish() {
 	qp.mu.Lock()
 	e.releaseTxRegionsLocked()
 	qp.flushLocked(qp.err)
-	qp.setState(stateClosed, qp.err)
 	err := qp.err
 	qp.mu.Unlock()
+	// Everything that reports the end happens before the queue pair is
+	// closed, so that whoever waited for Close sees it done.
 	qp.stats.closed.Add(1)
+	qp.scq.detach(e)
+	qp.rcq.detach(e)
 	qp.pd.untrack(e)
 	qp.pd.dev.closedQP(qp)
 	if e.log != nil {
@@ -392,6 +410,9 @@ func (e *engine) finish() {
 	if e.onEnd != nil {
 		e.onEnd(e.c.RemoteAddr(), err)
 	}
+	qp.mu.Lock()
+	qp.setState(stateClosed, err)
+	qp.mu.Unlock()
 }
 
 // signalDrained tells a graceful Close that the send side is idle. Called

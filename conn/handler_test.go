@@ -119,6 +119,7 @@ func BenchmarkPingPongHandler(b *testing.B) {
 	ssgl := []SGE{cbuf.SGE(0, 8)}
 	b.ReportAllocs()
 	b.ResetTimer()
+	sw := startCost()
 	for i := 0; i < b.N; i++ {
 		client.qp.PostRecv(RecvWR{SGL: rsgl})
 		if err := client.qp.PostSend(SendWR{Op: OpSend, SGL: ssgl}); err != nil {
@@ -126,6 +127,7 @@ func BenchmarkPingPongHandler(b *testing.B) {
 		}
 		<-done
 	}
+	sw.report(b)
 	b.StopTimer()
 	client.qp.Close()
 	server.qp.Close()

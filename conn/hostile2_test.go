@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -259,32 +260,46 @@ func TestHostile_RemoteReadAfterRevoke(t *testing.T) {
 
 // After Deregister returns, no peer writes a byte of the region: a Write
 // whose payload stalled half way is cut, the rest never lands, and the
-// peer is told the STag is invalid.
+// peer is told the STag is invalid. Without CRC the placement of the
+// stalled Write is under way (cut-through) and Deregister revokes it; with
+// CRC nothing of the FPDU is placed before it has all arrived and its CRC
+// checked (RFC 5044 §6), so Deregister finds no placement to revoke.
 func TestHostile_RemoteWriteAfterRevoke(t *testing.T) {
-	checkLeaks(t)
-	s := newHostileServer(t)
-	p := s.dial(mpa.Config{IRD: 1, ORD: 1})
-	payload := bytes.Repeat([]byte{0x77}, 3000)
-	u := uTagged(rdmap.OpWrite, true, uint32(s.rw.STag()), s.rw.Remote(0).TO, payload)
-	f := p.frame(u)
-	p.sendRaw(f[:1000]) // header and part of the payload, then nothing
-	for s.rw.r.RemoteUses() == 0 {
-		time.Sleep(time.Millisecond)
+	for _, crc := range []bool{false, true} {
+		t.Run(fmt.Sprintf("crc=%v", crc), func(t *testing.T) {
+			checkLeaks(t)
+			mode := mpa.CRCOff
+			if crc {
+				mode = mpa.CRCRequired
+			}
+			s := newHostileServer(t, WithCRC(mode))
+			p := s.dial(mpa.Config{IRD: 1, ORD: 1, CRC: mode})
+			require.Equal(t, crc, p.res.CRC)
+			payload := bytes.Repeat([]byte{0x77}, 3000)
+			u := uTagged(rdmap.OpWrite, true, uint32(s.rw.STag()), s.rw.Remote(0).TO, payload)
+			f := p.frame(u)
+			p.sendRaw(f[:1000]) // header and part of the payload, then nothing
+			if !crc {
+				eventually(t, "the placement to begin", func() bool { return s.rw.r.RemoteUses() > 0 })
+			}
+			returnsWithin(t, hangLimit, "Deregister", func() { require.NoError(t, s.rw.Deregister()) })
+			require.Zero(t, s.rw.r.RemoteUses())
+			snapshot := append([]byte(nil), s.arena...)
+			// The rest of the Write, and more, after the memory was given back.
+			p.c.SetWriteDeadline(time.Now().Add(time.Second))
+			p.c.Write(f[1000:])
+			hdr := u[:ddp.TaggedHeaderLen]
+			require.Equal(t, wantTerminate(rdmap.WriteInvalidSTag, hdr, len(u), nil), p.terminate())
+			<-s.qp.finished
+			require.Equal(t, snapshot, s.arena, "bytes landed after Deregister returned")
+			var te *rdmap.TerminateError
+			require.ErrorAs(t, s.qp.Err(), &te)
+			require.Equal(t, termcode.DDPTaggedInvalidSTag, te.Code)
+			if !crc {
+				require.True(t, errors.Is(s.qp.Err(), net.ErrClosed), "the revoked placement's read was cut: %v", s.qp.Err())
+			}
+		})
 	}
-	returnsWithin(t, hangLimit, "Deregister", func() { require.NoError(t, s.rw.Deregister()) })
-	require.Zero(t, s.rw.r.RemoteUses())
-	snapshot := append([]byte(nil), s.arena...)
-	// The rest of the Write, and more, after the memory was given back.
-	p.c.SetWriteDeadline(time.Now().Add(time.Second))
-	p.c.Write(f[1000:])
-	hdr := u[:ddp.TaggedHeaderLen]
-	require.Equal(t, wantTerminate(rdmap.WriteInvalidSTag, hdr, len(u), nil), p.terminate())
-	<-s.qp.finished
-	require.Equal(t, snapshot, s.arena, "bytes landed after Deregister returned")
-	var te *rdmap.TerminateError
-	require.ErrorAs(t, s.qp.Err(), &te)
-	require.Equal(t, termcode.DDPTaggedInvalidSTag, te.Code)
-	require.True(t, errors.Is(s.qp.Err(), net.ErrClosed))
 }
 
 // PostSend after Close says the queue pair is closed, once.

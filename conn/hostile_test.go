@@ -423,6 +423,14 @@ func hostileCases() []hostileCase {
 			h, n := offending(s, p, u)
 			return h, n, nil
 		}},
+		{name: "ReadReqMalformed/sinkwrap", cond: rdmap.ReadReqMalformed, run: func(s *hostileServer, p *rawPeer) ([]byte, int, []byte) {
+			// A sink range ending exactly at 2^64: the response's segments
+			// would fail the requester's TO-wrap check (RFC 5041 §7.1
+			// tagged check 5), so the request is refused before any byte.
+			f := rdmap.ReadRequestFields{SinkSTag: 0x1234, SinkTO: ^uint64(0) - 7, Size: 8, SrcSTag: uint32(s.rw.STag()), SrcTO: s.rw.Remote(0).TO}
+			h, n := offending(s, p, uReadReq(1, 0, f))
+			return h, n, nil
+		}},
 		{name: "ReadReqSourceInvalidSTag", cond: rdmap.ReadReqSourceInvalidSTag, run: func(s *hostileServer, p *rawPeer) ([]byte, int, []byte) {
 			f := rdmap.ReadRequestFields{SinkSTag: 0x1234, Size: 8, SrcSTag: uint32(s.rw.STag()) ^ 0x80, SrcTO: s.rw.Remote(0).TO}
 			h, n := offending(s, p, uReadReq(1, 0, f))
@@ -465,10 +473,9 @@ func hostileCases() []hostileCase {
 			f := p.frame(uTagged(rdmap.OpWrite, true, uint32(s.rw.STag()), s.rw.Remote(0).TO, payload))
 			f[len(f)-1] ^= 0x40
 			p.sendRaw(append(f, p.frame(uTagged(rdmap.OpWrite, true, uint32(s.rw.STag()), s.rw.Remote(1000).TO, payload))...))
-			// Placement happens before the CRC is checked: the Write's
-			// bytes are in the region, but no completion or later
-			// segment follows (the peer cannot have relied on them).
-			s.placed(s.rw, 0, payload)
+			// RFC 5044 §6: the FPDU is verified before DDP sees it, so
+			// not one byte of the damaged Write lands (the arena check
+			// finds the region as it was), and nothing after it.
 			return nil, 0, nil
 		}},
 		{name: "MarkerMismatch", cond: rdmap.MarkerMismatch, opts: []Option{WithMarkers()}, run: func(s *hostileServer, p *rawPeer) ([]byte, int, []byte) {
@@ -687,6 +694,44 @@ func TestHostile_InitiatorSetupTerminates(t *testing.T) {
 			<-ep.qp.Done()
 		})
 	}
+}
+
+// TestHostile_InitiatorTornReplySendsNoTerminate: a Reply that ends in the
+// middle (the responder's half of the stream closed) is a lost connection
+// (RFC 5044 §8 code 1), reported locally: only the RFC 6581 §9.1 and §9.2
+// refusals are sent to the responder as a Terminate. The initiator closes
+// its side without writing anything after its Request.
+func TestHostile_InitiatorTornReplySendsNoTerminate(t *testing.T) {
+	checkLeaks(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	after := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			after <- nil
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(hangLimit))
+		if _, err := mpa.ReadFrame(c, mpa.MaxPrivateData); err != nil {
+			after <- nil
+			return
+		}
+		reply := append([]byte(mpa.ReplyKey), 0x50, 2, 0, 4, 0, 16, 0, 16)
+		c.Write(reply[:len(reply)-3])
+		c.(*net.TCPConn).CloseWrite()
+		b, _ := io.ReadAll(c)
+		after <- b
+	}()
+	ep := newEndpoint(t, QPCaps{})
+	ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
+	defer cancel()
+	err = ep.qp.Connect(ctx, "tcp", ln.Addr().String())
+	require.ErrorIs(t, err, mpa.ErrConnectionLost)
+	require.Empty(t, <-after, "bytes sent after the Request")
+	<-ep.qp.Done()
 }
 
 var _ = stag.OK

@@ -56,6 +56,7 @@ type ListenerStats struct {
 	BacklogFull       uint64 // a valid Request with the backlog full
 	Dead              uint64 // queued requests whose initiator went away or spoke first
 	Expired           uint64 // queued requests older than the request timeout
+	Rejected          uint64 // requests the application rejected (ConnRequest.Reject)
 }
 
 // Stats returns the listener's counters.
@@ -502,6 +503,7 @@ func (r *ConnRequest) Reject(ctx context.Context, privateData []byte) error {
 		return ErrRequestUsed
 	}
 	defer r.c.Close()
+	r.count(func(s *ListenerStats) { s.Rejected++ })
 	if err := r.req.Reject(ctx, privateData); err != nil {
 		return err
 	}
@@ -512,6 +514,15 @@ func (r *ConnRequest) Reject(ctx context.Context, privateData []byte) error {
 	r.c.SetReadDeadline(deadline)
 	io.Copy(io.Discard, io.LimitReader(r.c, 64<<10)) // until the initiator closes
 	return nil
+}
+
+// count updates the counters of the listener that queued r, if any.
+func (r *ConnRequest) count(f func(*ListenerStats)) {
+	if l := r.l; l != nil {
+		l.mu.Lock()
+		f(&l.stats)
+		l.mu.Unlock()
+	}
 }
 
 // rejectLinger bounds Reject's wait for the initiator to close.

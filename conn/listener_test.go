@@ -139,6 +139,47 @@ func TestListener_BacklogBound(t *testing.T) {
 	require.Equal(t, uint64(1), ln.Stats().BacklogFull)
 }
 
+// WithMaxHandshakes: connections that send no MPA Request hold the
+// handshake slots (until the setup timeout); one beyond them is closed at
+// once, and a slot its peer gave up serves the next client.
+func TestListener_MaxHandshakes(t *testing.T) {
+	checkLeaks(t)
+	ln, err := Listen(context.Background(), "tcp", "127.0.0.1:0", WithMaxHandshakes(2))
+	require.NoError(t, err)
+	defer ln.Close()
+	var silent []net.Conn
+	for i := 0; i < 2; i++ {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		defer c.Close()
+		silent = append(silent, c)
+		eventually(t, "accepted", func() bool { return ln.Stats().Accepted == uint64(i+1) })
+	}
+	extra, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer extra.Close()
+	require.True(t, closedByPeer(extra, hangLimit))
+	require.Equal(t, uint64(1), ln.Stats().HandshakesRefused)
+	require.True(t, !closedByPeer(silent[1], 50*time.Millisecond), "a silent peer within the bound keeps its slot")
+
+	silent[0].Close()
+	eventually(t, "the slot is free", func() bool { return ln.Stats().BadRequests == 1 })
+	pd := NewPD()
+	client, err := pd.NewQP(NewCQ(16), QPCaps{})
+	require.NoError(t, err)
+	defer client.Close()
+	server, err := pd.NewQP(NewCQ(16), QPCaps{})
+	require.NoError(t, err)
+	defer server.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- ln.Accept(ctx, server) }()
+	require.NoError(t, client.Connect(ctx, "tcp", ln.Addr().String()))
+	require.NoError(t, <-errc)
+	require.Equal(t, uint64(1), ln.Stats().HandshakesRefused)
+}
+
 // WithMaxConnections: a connection beyond the bound is closed at once; once
 // an accepted one ends, a new one is served.
 func TestListener_MaxConnections(t *testing.T) {

@@ -35,7 +35,7 @@ func (g *limitedLog) refused(remote net.Addr, why string) {
 	n := g.suppressed
 	g.last, g.suppressed = now, 0
 	g.mu.Unlock()
-	g.l.LogAttrs(context.Background(), slog.LevelInfo, "iwarp: connection refused",
+	g.l.LogAttrs(context.Background(), slog.LevelWarn, "iwarp: connection refused",
 		slog.String("remote", addrString(remote)), slog.String("reason", why), slog.Int("suppressed", n))
 }
 

@@ -160,7 +160,7 @@ func WithoutEnhanced() Option {
 	})
 }
 
-// WithMarkers asks the peer to insert MPA markers (RFC 5044 §5) into the
+// WithMarkers asks the peer to insert MPA markers (RFC 5044 §4.3) into the
 // stream it sends. siw refuses markers.
 func WithMarkers() Option {
 	return optionFunc(func(c *config) error {

@@ -33,7 +33,7 @@ type rxState struct {
 }
 
 func (rx *rxState) init(c net.Conn, res *mpa.Result, flushExt bool) {
-	rx.r = mpa.NewReader(c, mpa.ReaderConfig{CRC: res.CRC, Markers: res.RecvMarkers, BufferSize: readerBuffer})
+	rx.r = mpa.NewReader(c, mpa.ReaderConfig{CRC: res.CRC, Markers: res.RecvMarkers, BufferSize: readerBuffer, ReleaseIdle: true, VerifyFirst: true})
 	queues := rdmap.NumQueues
 	if flushExt {
 		queues = int(rdmap.QNFlushResponse) + 1 // Flush Responses come on QN 3
@@ -119,6 +119,17 @@ func (e *engine) receiver() {
 	qp := e.qp
 	e.rxMu.Lock()
 	for !e.dead.Load() {
+		if e.rx.r.Idle() && e.waitersReceive() {
+			// A goroutine in CQ.Wait receives for this connection: leave
+			// it the socket, wake it in case it looked while this one
+			// still held it, and look again in a while.
+			e.rxUnlock()
+			e.qp.scq.wake()
+			e.qp.rcq.wake()
+			e.standByPause()
+			e.rxMu.Lock()
+			continue
+		}
 		if err := e.receiveOne(); err != nil {
 			e.receiveFailed(err)
 			break

@@ -93,12 +93,13 @@ func (qp *QP) client(ctx context.Context, c net.Conn, cfg *config) error {
 	res, err := mpa.Connect(ctx, c, &cfg.mpa, pd)
 	if err != nil {
 		var me *mpa.Error
-		if errors.As(err, &me) && me.Code != termcode.MPAInvalidFrame && me.Code != 0 {
+		if errors.As(err, &me) && (me.Code == termcode.MPAInsufficientIRD || me.Code == termcode.MPANoMatchingRTR) {
 			// RFC 6581 §9.1, §9.2: an initiator that cannot meet the
-			// Reply's IRD/ORD or RTR reports it with a Terminate. A Reply
-			// that is not a valid frame is answered by closing the
-			// connection (RFC 5044 §7.1.2 rule 3): the peer may not even
-			// speak MPA.
+			// Reply's IRD/ORD or RTR reports it with a Terminate. Nothing
+			// else is: a Reply that is not a valid frame is answered by
+			// closing the connection (RFC 5044 §7.1.2 rule 3: the peer may
+			// not even speak MPA), and a Reply cut short is a lost
+			// connection, reported locally.
 			sendSetupTerminate(c, me)
 		}
 		c.Close()
@@ -244,6 +245,7 @@ func (qp *QP) setupFailed(err error) error {
 		}
 	}
 	qp.setupConn, qp.setupCancel = nil, nil
+	qp.pd.dev.failedQP(qp)
 	qp.setState(stateError, cause)
 	qp.flushLocked(cause)
 	qp.setState(stateClosed, cause)

@@ -203,6 +203,17 @@ func (d *Device) closedQP(qp *QP) {
 	d.mu.Unlock()
 }
 
+// failedQP folds the counters of a queue pair whose setup failed (the
+// rejects it received) into the device's totals: it never lived, so
+// closedQP does not see it.
+func (d *Device) failedQP(qp *QP) {
+	d.mu.Lock()
+	if _, ok := d.live[qp]; !ok {
+		qp.stats.addTo(&d.closed)
+	}
+	d.mu.Unlock()
+}
+
 // Device returns the device the protection domain belongs to.
 func (pd *PD) Device() *Device { return pd.dev }
 

@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -114,4 +115,45 @@ func TestStats_Terminates(t *testing.T) {
 		t.Fatal("the peer's Terminate did not end the connection")
 	}
 	require.Equal(t, uint64(1), s2.qp.Stats().TerminatesReceived[termcode.MPACRC])
+}
+
+// The rejects a listener sends are counted by why it sent them, and the
+// rejects an initiator receives reach its device's totals although its
+// queue pair never lived.
+func TestStats_Rejects(t *testing.T) {
+	checkLeaks(t)
+	dev, err := NewDevice()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
+	defer cancel()
+	ln, err := Listen(ctx, "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+
+	rejected := make(chan error, 1)
+	go func() {
+		cr, err := ln.AcceptRequest(ctx)
+		if err != nil {
+			rejected <- err
+			return
+		}
+		rejected <- cr.Reject(ctx, []byte("no"))
+	}()
+	qp, err := dev.NewPD().NewQP(NewCQ(8), QPCaps{})
+	require.NoError(t, err)
+	require.ErrorIs(t, qp.Connect(ctx, "tcp", ln.Addr().String()), mpa.ErrRejected)
+	require.NoError(t, <-rejected)
+	require.Equal(t, uint64(1), qp.Stats().RejectsReceived)
+	require.Equal(t, uint64(1), dev.Stats().RejectsReceived)
+	require.Equal(t, uint64(1), ln.Stats().Rejected)
+
+	// A malformed Request is not a reject: the listener closes it
+	// (RFC 6581 §6 and RFC 5044 §7.1.2 rule 2) and counts a bad request.
+	c, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Write(append([]byte(mpa.RequestKey), byte(mpa.FlagEnhanced), 2, 0, 0))
+	require.NoError(t, err)
+	eventually(t, "bad request counted", func() bool { return ln.Stats().BadRequests == 1 })
+	require.Equal(t, uint64(1), ln.Stats().Rejected, "unchanged")
 }

@@ -25,6 +25,7 @@ const (
 // are framed under it, and MSNs are assigned under it.
 type txState struct {
 	w          *mpa.Writer
+	crc        bool
 	seg        ddp.Segmenter
 	hdr        [rdmap.MaxTerminateLen]byte
 	segPayload [][]byte
@@ -37,10 +38,12 @@ type txState struct {
 	flushMSN   uint32 // of Flush Responses (QN 3)
 	flushID    uint32 // the last Flush Request ID used
 	preferIRQ  bool
+	stage      bool     // the current message's payload is copied (stageFor)
 	sent       []uint32 // SQ counters of messages whose last FPDU awaits the flush
 }
 
 func (tx *txState) init(c net.Conn, res *mpa.Result) {
+	tx.crc = res.CRC
 	tx.w = mpa.NewWriter(c, mpa.WriterConfig{CRC: res.CRC, Markers: res.SendMarkers})
 	tx.segPayload = make([][]byte, 0, MaxSGE+1)
 	tx.pieces = make([][]byte, 0, MaxSGE)
@@ -163,7 +166,7 @@ func (e *engine) sendSoon() {
 // nothing is ready (more=false). alive=false means the connection failed.
 func (e *engine) fill() (more, alive bool) {
 	tx := &e.tx
-	for tx.w.Pending() < maxBatchFPDUs && tx.w.Buffered() < maxBatchBytes {
+	for tx.w.Pending() < maxBatchFPDUs && tx.w.Buffered() < maxBatchBytes && tx.w.Staged() < maxBatchStaged {
 		if e.dead.Load() {
 			return false, false
 		}
@@ -237,7 +240,29 @@ func (e *engine) piecesOf(refs []sgeRef) [][]byte {
 	return e.tx.pieces
 }
 
+// stageFor reports whether the payload of a message from refs is copied
+// before it is framed. With CRC, the CRC must cover exactly the bytes
+// sent, and bytes that change between the CRC and the writev make the
+// peer end the connection with a CRC error. A region peers may write can
+// change at any moment (a Write on another connection), so its bytes are
+// copied; the application's own buffers of a Send or Write must not change
+// until the work completes, as in verbs, and go out by reference. Read
+// Responses are always copied (startResponseLocked): the application may
+// keep writing a region that peers read.
+func (e *engine) stageFor(refs []sgeRef) bool {
+	if !e.tx.crc {
+		return false
+	}
+	for _, r := range refs {
+		if r.region != nil && r.region.Access().Has(stag.RemoteWrite) {
+			return true
+		}
+	}
+	return false
+}
+
 func (e *engine) startSend(op *sendOpInfo, ctr uint32, w *sendWQE, refs []sgeRef) {
+	e.tx.stage = e.stageFor(refs)
 	msn := e.tx.sendMSN
 	e.tx.sendMSN++
 	w.msn = msn
@@ -246,6 +271,7 @@ func (e *engine) startSend(op *sendOpInfo, ctr uint32, w *sendWQE, refs []sgeRef
 }
 
 func (e *engine) startWrite(_ *sendOpInfo, ctr uint32, w *sendWQE, refs []sgeRef) {
+	e.tx.stage = e.stageFor(refs)
 	err := rdmap.StartWrite(&e.tx.seg, e.piecesOf(refs), e.mulpdu, uint32(w.remote.STag), w.remote.TO)
 	e.startedSQ(ctr, w, err)
 }
@@ -336,6 +362,7 @@ func (e *engine) startResponseLocked() {
 		return
 	}
 	e.tx.pieces = append(e.tx.pieces[:0], ent.src)
+	e.tx.stage = e.tx.crc
 	e.tx.curX = nil
 	if ent.region != nil {
 		e.tx.curX = extOf(ent.region)
@@ -379,8 +406,12 @@ func (e *engine) frameOne() error {
 	if err := tx.w.Begin(seg.Header); err != nil {
 		return err
 	}
+	add := tx.w.Payload
+	if tx.stage {
+		add = tx.w.PayloadCopy
+	}
 	for _, p := range seg.Payload {
-		if err := tx.w.Payload(p); err != nil {
+		if err := add(p); err != nil {
 			return err
 		}
 	}

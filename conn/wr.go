@@ -76,7 +76,11 @@ type RemoteAddr struct {
 
 // SendWR is a send-queue work request. It is copied when posted; the SGL
 // slice may be reused at once, but the memory it names must not change (for
-// Send and Write) or be read (for Read) until the completion.
+// Send and Write) or be read (for Read) until the completion. As in verbs,
+// what a peer receives from memory changed too early is undefined; with
+// CRC it is also sent under a CRC computed over other bytes, and the peer
+// ends the connection. Memory of a region peers may write (RemoteWrite) is
+// copied before it is framed, since their Writes can land at any moment.
 type SendWR struct {
 	ID     uint64
 	Op     Op

@@ -115,7 +115,7 @@ func decodeMPAFrame(data []byte, p gopacket.PacketBuilder) error {
 //
 // A single packet does not say whether CRC was negotiated, so the CRC field
 // is reported with CRCValid rather than checked; where CRC is off siw sends
-// zero there. Markers (RFC 5044 §5) cannot be removed without the stream's
+// zero there. Markers (RFC 5044 §4.3) cannot be removed without the stream's
 // start and are not supported per packet.
 type MPA struct {
 	// Contents is the ULPDU_Length field; Payload is the ULPDU.

@@ -1,7 +1,7 @@
 package dissect
 
 // markerMap converts between a direction's stream offsets and the
-// marker-free offsets mpa.Reader works in. With markers (RFC 5044 §5, as
+// marker-free offsets mpa.Reader works in. With markers (RFC 5044 §4.3, as
 // package mpa places them) a 4-octet marker sits at every multiple of 512
 // of the FPDU stream, so each 512 stream octets carry 508 FPDU octets.
 // Without markers both are the same.

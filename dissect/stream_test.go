@@ -58,7 +58,7 @@ func TestStream_RFC5044_4_SplitAndMergedFPDUs(t *testing.T) {
 	require.Equal(t, 3, s.Directions[dissect.Down].FPDUs)
 }
 
-// Markers (RFC 5044 §5) are removed: each 512 octets of a stream whose
+// Markers (RFC 5044 §4.3) are removed: each 512 octets of a stream whose
 // receiver asked for them (its M bit) carry a marker, which the FPDU's
 // length, offsets and CRC account for. tshark removes markers only when
 // each FPDU has a segment of its own, so the capture is cut that way; it
@@ -295,4 +295,31 @@ func TestStream_TextAndJSON(t *testing.T) {
 	for _, want := range []string{`"state": "rejected"`, `"crc": "bad"`, `"crc_field": "83fe5b46"`, `"stag": "0x00002222"`} {
 		require.Contains(t, js.String(), want)
 	}
+}
+
+// A capture goes on past a bad CRC (a connection stops there, RFC 5044
+// §8; a decoder reports every FPDU): the FPDUs after it are framed and
+// checked as usual, and only the corrupted one is reported bad.
+func TestStream_RFC5044_4_4_FPDUsAfterABadCRC(t *testing.T) {
+	up, _ := fpdus(t, mpa.WriterConfig{CRC: true},
+		send(1, "first"), write(true, 0x100, 0x1000, pattern(300)), send(2, "after"), readReq(1))
+	first := mpa.FPDULen(len(send(1, "first")))
+	corrupt := bytes.Clone(up)
+	corrupt[first+40] ^= 0x10 // inside the Write's payload
+	segs := []seg{
+		{capture.Up, frame(t, mpa.KindRequest, mpa.FlagCRC, irdord, "")},
+		{capture.Down, frame(t, mpa.KindReply, mpa.FlagCRC, irdord, "")},
+		{capture.Up, corrupt},
+	}
+	d, err := dissect.DecodeFile(writeCapture(t, segs))
+	require.NoError(t, err)
+	s := d.Streams[0]
+	require.Len(t, s.PDUs, 4)
+	require.Equal(t, []dissect.CRCStatus{dissect.CRCGood, dissect.CRCBad, dissect.CRCGood, dissect.CRCGood},
+		[]dissect.CRCStatus{s.PDUs[0].CRC, s.PDUs[1].CRC, s.PDUs[2].CRC, s.PDUs[3].CRC})
+	require.Equal(t, "RDMA Write", s.PDUs[1].Op)
+	require.NotEqual(t, s.PDUs[1].CRCField, s.PDUs[1].CRCComputed)
+	require.Equal(t, "Send", s.PDUs[2].Op)
+	require.Equal(t, "RDMA Read Request", s.PDUs[3].Op)
+	require.Equal(t, 4, s.Directions[dissect.Up].FPDUs)
 }

@@ -48,15 +48,19 @@ func BenchmarkWriter(b *testing.B) {
 // layer will: Next, Peek the header, read the payload into a destination,
 // End (CRC check).
 func BenchmarkReader(b *testing.B) {
-	for _, crc := range []bool{false, true} {
+	for _, mode := range []struct {
+		name        string
+		crc, verify bool
+	}{{"crc=false", false, false}, {"crc=true", true, false}, {"crc=verify-first", true, true}} {
+		crc := mode.crc
 		for _, sz := range benchSizes {
-			b.Run(fmt.Sprintf("crc=%v/%s", crc, sz.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/%s", mode.name, sz.name), func(b *testing.B) {
 				payload := make([]byte, sz.n)
 				for i := range payload {
 					payload[i] = byte(i)
 				}
 				stream := encode(b, WriterConfig{CRC: crc}, []fpduSpec{{hdr: tagged(1, 0), payload: payload}})
-				r := NewReader(&loopReader{data: stream}, ReaderConfig{CRC: crc})
+				r := NewReader(&loopReader{data: stream}, ReaderConfig{CRC: crc, VerifyFirst: mode.verify})
 				dst := make([]byte, sz.n)
 				b.SetBytes(int64(sz.n))
 				b.ReportAllocs()
@@ -144,9 +148,13 @@ func BenchmarkMarkers(b *testing.B) {
 // payloads into a destination on the other. MB/s is end-to-end payload
 // throughput on this machine (shared, so only ratios are meaningful).
 func BenchmarkLoopbackTCP(b *testing.B) {
-	for _, crc := range []bool{false, true} {
+	for _, mode := range []struct {
+		name        string
+		crc, verify bool
+	}{{"crc=false", false, false}, {"crc=true", true, false}, {"crc=verify-first", true, true}} {
+		crc := mode.crc
 		for _, sz := range benchSizes[1:] {
-			b.Run(fmt.Sprintf("crc=%v/%s", crc, sz.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/%s", mode.name, sz.name), func(b *testing.B) {
 				client, server := tcpPairB(b)
 				payload := make([]byte, sz.n)
 				hdr := tagged(1, 0)
@@ -169,7 +177,7 @@ func BenchmarkLoopbackTCP(b *testing.B) {
 					}
 					errc <- nil
 				}()
-				r := NewReader(server, ReaderConfig{CRC: crc})
+				r := NewReader(server, ReaderConfig{CRC: crc, VerifyFirst: mode.verify})
 				dst := make([]byte, sz.n)
 				b.SetBytes(int64(sz.n))
 				b.ReportAllocs()

@@ -60,7 +60,52 @@ func FuzzReader(f *testing.F) {
 				t.Fatalf("ULPDU %d differs between read patterns", i)
 			}
 		}
+		if !cfg.CRC || cfg.Markers || cfg.ContinueAfterCRCError {
+			return
+		}
+		// RFC 5044 §6: verified first, the same ULPDUs come out, except
+		// that one whose CRC fails is not delivered at all.
+		vcfg := cfg
+		vcfg.VerifyFirst = true
+		for _, src := range []io.Reader{bytes.NewReader(data), iotest.OneByteReader(bytes.NewReader(data))} {
+			v, verr := readVerified(t, src, vcfg)
+			if len(v) > len(a) {
+				t.Fatalf("verified first: %d ULPDUs, cut-through %d", len(v), len(a))
+			}
+			for i := range v {
+				if !bytes.Equal(v[i], a[i]) {
+					t.Fatalf("verified first: ULPDU %d differs", i)
+				}
+			}
+			if errors.Is(verr, ErrCRC) && len(v) != len(a)-1 {
+				t.Fatalf("verified first: CRC error after %d ULPDUs, cut-through delivered %d", len(v), len(a))
+			}
+		}
 	})
+}
+
+// readVerified reads a VerifyFirst stream until its first error and
+// returns the ULPDUs delivered and that error (io.EOF at a clean end).
+func readVerified(t *testing.T, src io.Reader, cfg ReaderConfig) ([][]byte, error) {
+	r := NewReader(src, cfg)
+	buf := make([]byte, MaxULPDU)
+	var out [][]byte
+	for {
+		n, err := r.Next()
+		if err != nil {
+			return out, err
+		}
+		if !r.verified {
+			t.Fatal("Next returned an FPDU not yet verified")
+		}
+		if err := r.ReadFull(buf[:n]); err != nil {
+			return out, err
+		}
+		if err := r.End(); err != nil {
+			t.Fatalf("End after verification: %v", err)
+		}
+		out = append(out, bytes.Clone(buf[:n]))
+	}
 }
 
 // readStream reads ULPDUs until the stream ends; stepwise uses Next, Peek,

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"os"
+	"sync"
 
 	"github.com/iwarp-go/iwarp-go/termcode"
 )
@@ -27,6 +29,24 @@ type ReaderConfig struct {
 	// "Once MPA delivers an error of any type, it MUST NOT pass or deliver
 	// any additional FPDUs on that half connection."
 	ContinueAfterCRCError bool
+	// ReleaseIdle returns the buffer to a pool shared by every Reader of
+	// the same buffer size whenever the Reader waits between FPDUs with
+	// nothing buffered, and takes one when data arrives: an idle stream
+	// holds no buffer (thousands of idle connections hold none). It takes
+	// effect on sockets where the Reader has its fast path (Linux) and
+	// without markers; elsewhere the Reader keeps its buffer.
+	ReleaseIdle bool
+	// VerifyFirst makes Next read the whole FPDU and check its CRC before
+	// it returns, as RFC 5044 §6 requires of a receiver ("An MPA receiver
+	// MUST first verify the FPDU before passing the ULPDU to DDP"): no
+	// byte of an FPDU whose CRC fails reaches the caller, and no header
+	// field of it is acted on. The payload then reaches the caller by a
+	// copy from the buffer, which grows to hold the longest FPDU allowed.
+	// Without it, payload goes straight from the socket into the caller's
+	// buffer and the CRC is checked at End (cut-through, as siw does). It
+	// takes effect with CRC on, without markers, and without
+	// ContinueAfterCRCError.
+	VerifyFirst bool
 }
 
 // DefaultReaderBuffer is the Reader's buffer size unless configured.
@@ -61,10 +81,11 @@ type Reader struct {
 	rp  int // buf[rp:wp] holds logical (marker-free) bytes
 	wp  int
 
-	inFPDU bool
-	remain int // ULPDU bytes not consumed yet
-	ulpdu  int
-	crc    uint32
+	inFPDU   bool
+	verified bool // the FPDU's CRC was checked in Next (VerifyFirst)
+	remain   int  // ULPDU bytes not consumed yet
+	ulpdu    int
+	crc      uint32
 
 	ioErr  error // error from r, returned once the buffer is drained
 	broken error // the error that ended the stream (RFC 5044 §8); returned from then on
@@ -77,6 +98,22 @@ type Reader struct {
 	// whatever follows it (pad, CRC, the next FPDU's header) into the
 	// buffer, one system call instead of two.
 	rv readvState
+
+	// pool holds the buffer while the stream is idle (ReleaseIdle); bufp
+	// is the pool's handle of the buffer in use.
+	pool *sync.Pool
+	bufp *[]byte
+}
+
+// bufferPools are the pools of idle Readers' buffers, by size.
+var bufferPools sync.Map // int → *sync.Pool
+
+func bufferPool(size int) *sync.Pool {
+	if p, ok := bufferPools.Load(size); ok {
+		return p.(*sync.Pool)
+	}
+	p, _ := bufferPools.LoadOrStore(size, &sync.Pool{New: func() any { b := make([]byte, size); return &b }})
+	return p.(*sync.Pool)
 }
 
 // NewReader returns a Reader of the FPDU stream in r.
@@ -88,8 +125,17 @@ func NewReader(r io.Reader, cfg ReaderConfig) *Reader {
 		cfg.BufferSize = DefaultReaderBuffer
 	}
 	cfg.BufferSize = max(cfg.BufferSize, 1024)
-	rd := &Reader{r: r, cfg: cfg, buf: make([]byte, cfg.BufferSize)}
+	cfg.VerifyFirst = cfg.VerifyFirst && cfg.CRC && !cfg.Markers && !cfg.ContinueAfterCRCError
+	if cfg.VerifyFirst {
+		cfg.BufferSize = max(cfg.BufferSize, FPDULen(cfg.MaxULPDU))
+	}
+	rd := &Reader{r: r, cfg: cfg}
 	rd.initReadv()
+	if cfg.ReleaseIdle && !cfg.Markers && rd.canAwaitIdle() {
+		rd.pool = bufferPool(cfg.BufferSize)
+	} else {
+		rd.buf = make([]byte, cfg.BufferSize)
+	}
 	if cfg.Markers {
 		rd.m.init(cfg.BufferSize)
 	}
@@ -122,11 +168,80 @@ func (r *Reader) Next() (int, error) {
 		// length underflow, siw_get_hdr); the same code is used here.
 		return 0, r.fail(protoErr(termcode.MPAMarker, ErrULPDULength, "ULPDU_Length %d, limit %d", n, r.cfg.MaxULPDU))
 	}
+	if r.cfg.VerifyFirst {
+		if err := r.verify(n); err != nil {
+			return 0, err
+		}
+	}
 	if err := r.consume(lengthLen); err != nil {
 		return 0, err
 	}
 	r.inFPDU, r.ulpdu, r.remain = true, n, n
 	return n, nil
+}
+
+// verify reads the rest of the FPDU whose ULPDU_Length n has arrived and
+// checks its CRC (VerifyFirst). Once the length field is in, the FPDU has
+// begun: a stream that ends or a deadline that falls before the rest
+// arrives breaks the stream, as inside any FPDU.
+func (r *Reader) verify(n int) error {
+	total := FPDULen(n)
+	if err := r.fill(total, false); err != nil {
+		return err
+	}
+	fpdu := r.buf[r.rp : r.rp+total]
+	computed := crc32.Checksum(fpdu[:total-crcLen], castagnoli)
+	if got := binary.LittleEndian.Uint32(fpdu[total-crcLen:]); got != computed {
+		return r.fail(crcError(n, got, computed))
+	}
+	r.verified = true
+	return nil
+}
+
+// Idle reports whether the Reader stands between FPDUs with nothing
+// buffered: the next call waits for the peer.
+func (r *Reader) Idle() bool { return !r.inFPDU && r.rp == r.wp }
+
+// AwaitFPDU waits, between FPDUs, until the next FPDU is entirely in the
+// buffer, so that reading it does not wait for the peer, and reports true.
+// It reports false, having waited for no more than the length field, when
+// that FPDU is longer than limit bytes on the wire or than the buffer, and
+// at once when markers are on: the caller then reads the FPDU the usual
+// way, its payload straight into place. A read deadline that ends the wait returns
+// os.ErrDeadlineExceeded (wrapped) and changes nothing — what arrived stays
+// buffered and the next call goes on from there — so a caller may
+// interrupt a Reader waiting between FPDUs, which a deadline in the middle
+// of an FPDU (the stream is then broken) does not allow.
+func (r *Reader) AwaitFPDU(limit int) (bool, error) {
+	if r.broken != nil {
+		return false, r.broken
+	}
+	if r.inFPDU {
+		return false, fmt.Errorf("%w: AwaitFPDU inside an FPDU", ErrState)
+	}
+	if r.cfg.Markers {
+		return false, nil
+	}
+	if err := r.fill(lengthLen, true); err != nil {
+		return false, err
+	}
+	n := FPDULen(int(binary.BigEndian.Uint16(r.buf[r.rp:])))
+	if n > limit || n > len(r.buf) {
+		return false, nil
+	}
+	if err := r.fill(n, true); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Whole reports whether the next FPDU is entirely in the buffer: whether
+// AwaitFPDU would report true without reading.
+func (r *Reader) Whole() bool {
+	if r.inFPDU || r.cfg.Markers || r.wp-r.rp < lengthLen {
+		return false
+	}
+	return r.wp-r.rp >= FPDULen(int(binary.BigEndian.Uint16(r.buf[r.rp:])))
 }
 
 // Remaining returns the ULPDU bytes of the current FPDU not yet consumed.
@@ -168,7 +283,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 	if r.wp == r.rp && len(p) >= directRead && !r.cfg.Markers && r.ioErr == nil {
 		n, err := r.readDirect(p)
 		if n > 0 {
-			if r.cfg.CRC {
+			if r.cfg.CRC && !r.verified {
 				r.crc = crc32.Update(r.crc, castagnoli, p[:n])
 			}
 			r.remain -= n
@@ -184,7 +299,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 	if err := r.fill(1, false); err != nil {
 		return 0, err
 	}
-	n := copy(p, r.buf[r.rp:r.wp])
+	n := dmaCopy(p, r.buf[r.rp:r.wp])
 	if err := r.consume(n); err != nil {
 		return 0, err
 	}
@@ -268,8 +383,10 @@ func (r *Reader) End() error {
 		r.m.advance(crcLen)
 	}
 	r.inFPDU = false
-	if r.cfg.CRC && got != r.crc {
-		err := protoErr(termcode.MPACRC, ErrCRC, "FPDU with ULPDU_Length %d: field 0x%08x, computed 0x%08x", r.ulpdu, got, r.crc)
+	verified := r.verified
+	r.verified = false
+	if r.cfg.CRC && !verified && got != r.crc {
+		err := crcError(r.ulpdu, got, r.crc)
 		if r.cfg.ContinueAfterCRCError {
 			return err
 		}
@@ -277,6 +394,10 @@ func (r *Reader) End() error {
 		return r.fail(err)
 	}
 	return nil
+}
+
+func crcError(ulpdu int, got, computed uint32) error {
+	return protoErr(termcode.MPACRC, ErrCRC, "FPDU with ULPDU_Length %d: field 0x%08x, computed 0x%08x", ulpdu, got, computed)
 }
 
 // ReadFPDU reads a whole FPDU into dst and returns the ULPDU. If dst is too
@@ -310,7 +431,7 @@ func (r *Reader) Buffered() int { return r.wp - r.rp }
 // that sat between them are added in stream order and checked.
 func (r *Reader) consume(n int) error {
 	if !r.cfg.Markers {
-		if r.cfg.CRC {
+		if r.cfg.CRC && !r.verified {
 			r.crc = crc32.Update(r.crc, castagnoli, r.buf[r.rp:r.rp+n])
 		}
 		r.rp += n
@@ -345,9 +466,23 @@ func (r *Reader) fill(n int, atStart bool) error {
 			}
 			return r.torn()
 		}
-		// Fewer than n bytes are buffered (n is small), so moving them to
-		// the front is cheap and leaves the most room for the read.
-		if r.rp > 0 {
+		if r.pool != nil && r.rp == r.wp {
+			// Nothing buffered: wait without a buffer, take one when data
+			// arrives.
+			r.releaseBuffer()
+			if err := r.awaitIdle(); err != nil {
+				if atStart && errors.Is(err, os.ErrDeadlineExceeded) {
+					return fmt.Errorf("mpa: waiting for an FPDU: %w", err)
+				}
+				r.ioErr = err
+			}
+			continue
+		}
+		// Fewer than n bytes are buffered. Moving them to the front leaves
+		// the most room for the read; it is done when the rest of the
+		// buffer cannot take the n bytes or is short, so that a whole
+		// FPDU read ahead (VerifyFirst, AwaitFPDU) is not copied twice.
+		if r.rp > 0 && (r.rp == r.wp || len(r.buf)-r.rp < n || len(r.buf)-r.wp < directRead) {
 			r.wp = copy(r.buf, r.buf[r.rp:r.wp])
 			r.rp = 0
 		}
@@ -366,6 +501,11 @@ func (r *Reader) fill(n int, atStart bool) error {
 		}
 		r.wp += got
 		if err != nil {
+			if atStart && errors.Is(err, os.ErrDeadlineExceeded) {
+				// Before an FPDU is begun a deadline loses nothing: what
+				// arrived stays buffered and the next call goes on.
+				return fmt.Errorf("mpa: waiting for an FPDU: %w", err)
+			}
 			r.ioErr = err
 		}
 	}
@@ -380,6 +520,14 @@ func (r *Reader) torn() error {
 		return r.fail(protoErr(termcode.MPAConnectionLost, ErrConnectionLost, "stream ended inside an FPDU"))
 	}
 	return fmt.Errorf("mpa: reading FPDU: %w", r.ioErr)
+}
+
+// releaseBuffer gives the (empty) buffer back to the pool.
+func (r *Reader) releaseBuffer() {
+	if r.bufp != nil {
+		r.pool.Put(r.bufp)
+		r.buf, r.bufp, r.rp, r.wp = nil, nil, 0, 0
+	}
 }
 
 func (r *Reader) fail(err error) error {

@@ -13,11 +13,12 @@ import (
 // two iovecs and the callback RawConn.Read runs (made once, so that a
 // direct read does not allocate).
 type readvState struct {
-	raw syscall.RawConn
-	iov [2]unix.Iovec
-	fn  func(fd uintptr) bool
-	n   int
-	err error
+	raw    syscall.RawConn
+	iov    [2]unix.Iovec
+	fn     func(fd uintptr) bool
+	idleFn func(fd uintptr) bool
+	n      int
+	err    error
 }
 
 // initReadv enables readv when the underlying reader exposes its socket.
@@ -26,6 +27,7 @@ func (r *Reader) initReadv() {
 		if rc, err := sc.SyscallConn(); err == nil {
 			r.rv.raw = rc
 			r.rv.fn = r.readvNow
+			r.rv.idleFn = r.readIdleNow
 		}
 	}
 }
@@ -33,7 +35,7 @@ func (r *Reader) initReadv() {
 // readDirect reads payload into p, bypassing the buffer; on a socket the
 // bytes after p land in the (empty) buffer in the same system call.
 func (r *Reader) readDirect(p []byte) (int, error) {
-	if r.rv.raw == nil {
+	if r.rv.raw == nil || r.buf == nil {
 		return r.r.Read(p)
 	}
 	r.rp, r.wp = 0, 0
@@ -76,6 +78,56 @@ func (r *Reader) readvNow(fd uintptr) bool {
 		default:
 			r.rv.err = e
 		}
+		return true
+	}
+}
+
+// canAwaitIdle reports whether the Reader can wait for data without a
+// buffer (ReleaseIdle): on a socket it can.
+func (r *Reader) canAwaitIdle() bool { return r.rv.raw != nil }
+
+// awaitIdle waits, holding no buffer, until the socket has data, then
+// reads it into a buffer from the pool. Nothing is consumed unless a
+// buffer takes it, so a deadline that cuts the wait short loses nothing.
+func (r *Reader) awaitIdle() error {
+	r.rv.n, r.rv.err = 0, nil
+	err := r.rv.raw.Read(r.rv.idleFn)
+	if err == nil {
+		err = r.rv.err
+	}
+	if err != nil {
+		return err
+	}
+	if r.rv.n == 0 {
+		return io.EOF
+	}
+	r.rp, r.wp = 0, r.rv.n
+	return nil
+}
+
+// readIdleNow is RawConn.Read's callback for awaitIdle: a buffer is taken
+// only when a read finds data.
+func (r *Reader) readIdleNow(fd uintptr) bool {
+	bp := r.pool.Get().(*[]byte)
+	b := *bp
+	for {
+		n, err := unix.Read(int(fd), b)
+		switch {
+		case err == nil:
+			r.rv.n = n
+			if n > 0 {
+				r.buf, r.bufp = b, bp
+				return true
+			}
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.EAGAIN):
+			r.pool.Put(bp)
+			return false
+		default:
+			r.rv.err = err
+		}
+		r.pool.Put(bp)
 		return true
 	}
 }

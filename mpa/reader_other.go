@@ -12,3 +12,9 @@ func (r *Reader) initReadv() { r.rv = readvState{} }
 
 // readDirect reads payload into p, bypassing the buffer.
 func (r *Reader) readDirect(p []byte) (int, error) { return r.r.Read(p) }
+
+// canAwaitIdle: without the fast path the Reader keeps its buffer.
+func (r *Reader) canAwaitIdle() bool { return false }
+
+// awaitIdle is never called where canAwaitIdle is false.
+func (r *Reader) awaitIdle() error { return nil }

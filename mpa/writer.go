@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"sync"
 )
 
 // WriterConfig selects the FPDU options negotiated for the direction a
@@ -20,9 +21,11 @@ type WriterConfig struct {
 // sends everything queued with one writev (on a *net.TCPConn).
 //
 // Header bytes are copied into storage the Writer owns and reuses after
-// each Flush; payload slices are referenced, not copied, and must stay
-// unchanged until Flush returns. In steady state nothing is allocated per
-// FPDU.
+// each Flush; payload slices given to Payload are referenced, not copied,
+// and must stay unchanged until Flush returns (with CRC, bytes that change
+// in between go out with a CRC computed over other bytes). PayloadCopy
+// copies instead, for memory others may change meanwhile. In steady state
+// nothing is allocated per FPDU.
 //
 // The Writer must see the direction's FPDU stream from its first byte:
 // marker positions count from there (RFC 5044 §4.3). It is not safe for
@@ -34,6 +37,7 @@ type Writer struct {
 	bufs net.Buffers // queued iovecs
 	out  net.Buffers // Flush's working copy (a field, so WriteTo does not allocate)
 	a    arena
+	st   stage // PayloadCopy's copies
 
 	// FPDU being built
 	open  bool
@@ -108,6 +112,32 @@ func (w *Writer) Payload(p []byte) error {
 	}
 	return nil
 }
+
+// PayloadCopy is Payload for memory that may change before the FPDU is
+// written — a region peers can write, or one the application keeps
+// writing while peers read it: p is copied into storage of the Writer's,
+// so that the CRC covers exactly the bytes sent. The storage comes in
+// 64 KiB blocks from a pool shared by every Writer and goes back when
+// everything queued has been written (Staged says how much is held).
+func (w *Writer) PayloadCopy(p []byte) error {
+	if !w.open {
+		return fmt.Errorf("%w: PayloadCopy without Begin", ErrState)
+	}
+	if limit := w.maxULPDU(); w.ulpdu+len(p) > limit {
+		return w.Payload(p) // the same refusal
+	}
+	for len(p) > 0 {
+		q := w.st.copy(p)
+		w.pend = append(w.pend, q)
+		w.ulpdu += len(q)
+		p = p[len(q):]
+	}
+	return nil
+}
+
+// Staged returns the payload bytes PayloadCopy holds for FPDUs not yet
+// written.
+func (w *Writer) Staged() int { return w.st.n }
 
 // End completes the FPDU: it fills in the length, adds pad and the CRC
 // field (CRC32c over length field, ULPDU, pad and any markers, stored
@@ -358,6 +388,7 @@ func (w *Writer) reset() {
 	w.bufs = w.bufs[:0]
 	w.last = span{}
 	w.a.reset()
+	w.st.release()
 	w.queued, w.fpdus = 0, 0
 	w.base, w.total, w.sent = w.pos, 0, 0
 	w.ends = w.ends[:0]
@@ -418,3 +449,42 @@ func (a *arena) bytes(s span) []byte {
 }
 
 func (a *arena) reset() { a.cur, a.off = 0, 0 }
+
+// stageBlock is the size of PayloadCopy's storage blocks.
+const stageBlock = 64 << 10
+
+var stagePool = sync.Pool{New: func() any { b := make([]byte, stageBlock); return &b }}
+
+// stage holds payload copies in blocks taken from stagePool. Blocks never
+// move, so slices already queued stay valid as more is staged; all go back
+// to the pool when the queue has been written, so a Writer that is idle,
+// or never stages, holds none.
+type stage struct {
+	blocks []*[]byte
+	off    int // next free byte in the last block
+	n      int // bytes staged
+}
+
+// copy copies as much of p as fits in the current block (taking a new
+// block when it is full) and returns the copy.
+func (s *stage) copy(p []byte) []byte {
+	if len(s.blocks) == 0 || s.off == stageBlock {
+		s.blocks = append(s.blocks, stagePool.Get().(*[]byte))
+		s.off = 0
+	}
+	b := *s.blocks[len(s.blocks)-1]
+	k := dmaCopy(b[s.off:], p)
+	q := b[s.off : s.off+k : s.off+k]
+	s.off += k
+	s.n += k
+	return q
+}
+
+func (s *stage) release() {
+	for i, b := range s.blocks {
+		stagePool.Put(b)
+		s.blocks[i] = nil
+	}
+	s.blocks = s.blocks[:0]
+	s.off, s.n = 0, 0
+}

@@ -25,6 +25,21 @@
 //     AsFault for EFAULT from readv/writev;
 //   - Place for the 8-byte atomic store librpma's atomic write relies on.
 //
+// Over package conn the sink serves itself (docs/persistence.md, "Remote
+// persistence"):
+//
+//   - Sink.Register registers the sink, or a window of it, for one
+//     connection's protection domain, with conn hooks that record
+//     placements and answer RDMA Reads (read-after-write) and Flush
+//     Requests only after a worker goroutine persisted what they cover;
+//     Registration.GPSPM does the same for librpma's GPSPM requests;
+//   - Server accepts connections, each with its own protection domain,
+//     registration, GPSPM receives and librpma's descriptor blob in the
+//     MPA Reply (iwarp-peer sink);
+//   - Initiator (Dial) writes into a served region, reads it, and flushes
+//     by the best method the target supports: the Flush extension, GPSPM
+//     or read-after-write, reporting the Method and the Guarantee.
+//
 // A failed persist (EIO, ENOSPC) fails the flush and every later one of
 // that sink; it is never acknowledged. docs/persistence.md states the
 // guarantee of each mode and what this API promises. Package crashsim

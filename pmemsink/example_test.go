@@ -3,10 +3,13 @@
 package pmemsink_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/iwarp-go/iwarp-go/conn"
 	"github.com/iwarp-go/iwarp-go/pmemsink"
 )
 
@@ -52,4 +55,42 @@ func Example() {
 	// Output:
 	// msync true
 	// "durable hello"
+}
+
+// A sink served to an initiator over loopback: the initiator writes, asks
+// for the bytes to be made durable, and learns how and what was promised.
+// A volatile sink promises placement only.
+func ExampleServer() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "pmemsink-example-")
+	defer os.RemoveAll(dir)
+	sink, err := pmemsink.Open(filepath.Join(dir, "region"), 1<<20, pmemsink.WithMode(pmemsink.ModeVolatile))
+	if err != nil {
+		panic(err)
+	}
+	defer sink.Close()
+	srv, _ := pmemsink.NewServer(sink, pmemsink.ServerConfig{})
+	ln, _ := conn.Listen(ctx, "tcp", "127.0.0.1:0")
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+
+	in, err := pmemsink.Dial(ctx, "tcp", ln.Addr().String())
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("region:", in.Remote().Size, "bytes, usage", in.Remote().Usage)
+	_ = in.Write(ctx, 4096, []byte("durable hello"))
+	res, err := in.Flush(ctx, 4096, 13)
+	fmt.Println(res, err)
+	_, err = in.Flush(ctx, 4096, 13, pmemsink.RequirePersistent())
+	fmt.Println(errors.Is(err, pmemsink.ErrNotPersistent))
+	in.Close()
+
+	ln.Close()
+	_ = srv.Shutdown(ctx)
+	<-served
+	// Output:
+	// region: 1048576 bytes, usage READ_SRC|WRITE_DST|FLUSH_TYPE_VISIBILITY
+	// flush-extension, placed <nil>
+	// true
 }

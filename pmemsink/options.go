@@ -2,6 +2,7 @@ package pmemsink
 
 import (
 	"os"
+	"runtime"
 	"time"
 )
 
@@ -14,6 +15,7 @@ type config struct {
 	noCreate     bool
 	trackerCap   int
 	closeTimeout time.Duration
+	persistConc  int
 
 	// Test overrides; none is reachable from a command line, and a sink
 	// opened with one never reports itself durable.
@@ -28,10 +30,25 @@ type config struct {
 type testHooks struct {
 	misalignMsync bool // msync from the aligned start for the unrounded length
 	dropAtCap     bool // a full dirty set drops the new range instead of widening
+
+	// Defects of the target side of the network path (Registration).
+	ackEarly       bool // acknowledge a flush, then persist
+	readNoPersist  bool // answer every RDMA Read at once
+	flushNoBase    bool // persist a Flush Request's range without the window's offset
+	gpspmNoPersist bool // answer a GPSPM request without persisting
 }
 
 func defaultConfig() config {
-	return config{mode: ModeAuto, perm: 0o600, trackerCap: 64, closeTimeout: 10 * time.Second}
+	return config{mode: ModeAuto, perm: 0o600, trackerCap: 64, closeTimeout: 10 * time.Second,
+		persistConc: max(2, runtime.GOMAXPROCS(0))}
+}
+
+// WithPersistConcurrency bounds how many persists the connections served
+// by the sink's registrations (Register) run at once (default GOMAXPROCS,
+// at least 2; minimum 1). The persists of one connection always run one
+// after the other.
+func WithPersistConcurrency(n int) Option {
+	return func(c *config) { c.persistConc = max(n, 1) }
 }
 
 // WithMode requests a mode; Open verifies it. ModeDAX fails unless the path

@@ -47,6 +47,8 @@ type Sink struct {
 	page   uint64
 	gran   uint64
 	failed atomic.Pointer[PersistError]
+	// persistSlots bounds the persists registrations run at once.
+	persistSlots chan struct{}
 
 	mu         sync.Mutex
 	changed    *sync.Cond
@@ -84,6 +86,7 @@ func Open(path string, size int64, opts ...Option) (*Sink, error) {
 		return nil, err
 	}
 	s.cfg = cfg
+	s.persistSlots = make(chan struct{}, cfg.persistConc)
 	s.changed = sync.NewCond(&s.mu)
 	s.trackers = make(map[*Tracker]struct{})
 	register(s)

@@ -2,30 +2,60 @@
 # make bench: iwarp-go beside raw Go TCP over loopback, written into
 # docs/performance.md between its "bench:begin" and "bench:end" markers.
 #
-# Each row is `iwarp-peer bench --loopback --compare-tcp --repeat R
-# --duration D`: R runs of iwarp-go and the raw TCP baseline, alternately,
-# each phase (bandwidth, then latency) running for D; the table shows the
-# medians and, in brackets, the smallest and largest value of the runs.
+# Sections, each row R runs of iwarp-go and its baseline, alternately (the
+# table shows the medians and, in brackets, the smallest and largest value
+# of the runs):
+#   - the main table: `iwarp-peer bench --loopback --compare-tcp --repeat R
+#     --duration D` for Write, Read and Send at several sizes;
+#   - CRC rows: with --crc, beside raw TCP and raw TCP + CRC32c;
+#   - queue pairs: 64 KiB Writes over 1 to 256 queue pairs at once (--qps),
+#     beside as many raw TCP connections, CRC off and on; then between two
+#     processes (-s and -c);
+#   - latency: ping-pongs of LAT_ITERS round trips with p50, p99 and the CPU
+#     time per round trip; then between two processes;
+#   - scale: conn's BenchmarkScale1000QPs and BenchmarkScale10000QPs.
 #
-#   REPEAT=5 DURATION=500ms OUT=docs/performance.md ./scripts/bench.sh
+# Then scripts/bench-durable.sh adds the durable-write rows of package pmemsink
+# (COUNT and BENCHTIME set its repeats and per-benchmark time).
+#
+#   REPEAT=5 DURATION=500ms LAT_ITERS=20000 QPS="1 4 16 64 256" SCALE=1 \
+#     OUT=docs/performance.md ./scripts/bench.sh
 set -euo pipefail
+shopt -s inherit_errexit # a failed run inside $(...) stops the script
 cd "$(dirname "$0")/.."
 
 REPEAT=${REPEAT:-5}
 DURATION=${DURATION:-500ms}
+LAT_ITERS=${LAT_ITERS:-20000}
+QPS=${QPS:-1 4 16 64 256}
+SCALE=${SCALE:-1}
 OUT=${OUT:-docs/performance.md}
 
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+server_pid=
+cleanup() {
+	if [[ -n $server_pid ]]; then
+		kill -INT "$server_pid" 2>/dev/null || true
+		wait "$server_pid" 2>/dev/null || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
 go build -o "$tmp/iwarp-peer" ./cmd/iwarp-peer
+peer="$tmp/iwarp-peer"
 
-# get KEY JSON prints a top-level field of the bench's flat JSON object.
+# get KEY JSON prints a top-level field of the bench's flat JSON object,
+# or nothing if it has none.
 get() {
-	grep -o "\"$1\":[^,}]*" <<<"$2" | head -n1 | cut -d: -f2- | tr -d '"'
+	{ grep -o "\"$1\":[^,}]*" <<<"$2" || true; } | head -n1 | cut -d: -f2- | tr -d '"'
 }
 
-fmt() { # printf with awk, for numbers in exponent notation too
-	awk -v f="$1" -v x="$2" 'BEGIN { printf f, x }'
+fmt() { # printf with awk, for numbers in exponent notation too; "–" for none
+	if [[ -z $2 ]]; then
+		echo "–"
+	else
+		awk -v f="$1" -v x="$2" 'BEGIN { printf f, x }'
+	fi
 }
 
 # range KEY JSON FORMAT prints "median (min–max)".
@@ -43,7 +73,46 @@ range() {
 	fi
 }
 
-rows=(
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# loopback SECTION ARGS... runs one loopback row, keeps its JSON in
+# $tmp/SECTION.jsonl and prints it.
+loopback() {
+	local section=$1 json
+	shift
+	echo "bench: $section: $*" >&2
+	json=$("$peer" bench --loopback --compare-tcp --json --repeat "$REPEAT" "$@" | tail -n1)
+	echo "$json" >>"$tmp/$section.jsonl"
+	echo "$json"
+}
+
+# pick SECTION OP SIZE CRC [QPS] KEY: a field of a row kept by loopback.
+pick() {
+	local file="$tmp/$1.jsonl" pat="\"op\":\"$2\",\"size\":$3,\"crc\":$4,"
+	local j
+	if [[ $# -eq 6 ]]; then
+		j=$({ grep "$pat" "$file" || true; } | { grep "\"qps\":$5," || true; } | head -n1)
+		get "$6" "$j"
+	else
+		j=$({ grep "$pat" "$file" || true; } | head -n1)
+		get "$5" "$j"
+	fi
+}
+
+# verdict VALUE OP LIMIT
+verdict() {
+	if [[ -z $1 ]]; then
+		echo "not measured (goal $2 $3)"
+		return
+	fi
+	awk -v v="$1" -v op="$2" -v lim="$3" 'BEGIN { ok = (op == ">=") ? v >= lim : v <= lim; printf "%.2f (goal %s %s): %s", v, op, lim, ok ? "met" : "missed" }'
+}
+
+started=$(date -u '+%Y-%m-%d %H:%M UTC')
+load_start=$(loadavg)
+
+# --- The main table ----------------------------------------------------
+main_rows=(
 	"write 64"
 	"write 4KiB"
 	"write 1MiB"
@@ -56,76 +125,239 @@ rows=(
 	"send 1MiB"
 	"send 8"
 )
-
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-started=$(date -u '+%Y-%m-%d %H:%M UTC')
-table="$tmp/table.md"
+main="$tmp/main.md"
+load_before=$(loadavg)
 {
 	echo "| op | size | CRC | iwarp-go Gb/s | raw TCP Gb/s | ratio | iwarp-go msg/s | raw TCP msg/s | iwarp-go p50 µs | raw TCP p50 µs | latency ratio | iwarp-go p99 µs | raw TCP p99 µs |"
 	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-} >"$table"
-for row in "${rows[@]}"; do
+} >"$main"
+for row in "${main_rows[@]}"; do
 	read -r op size extra <<<"$row"
-	echo "bench: $op $size ${extra:-} ..." >&2
 	# shellcheck disable=SC2086 # $extra is a list of flags
-	json=$("$tmp/iwarp-peer" bench --loopback --compare-tcp --json --repeat "$REPEAT" --duration "$DURATION" \
-		--op "$op" --size "$size" $extra)
-	echo "$json" >>"$tmp/runs.jsonl"
+	json=$(loopback main --duration "$DURATION" --op "$op" --size "$size" $extra)
 	crc=off
 	[[ $(get crc "$json") == true ]] && crc=on
 	echo "| $op | $size | $crc | $(range gbps "$json" %.3f) | $(range tcp_gbps "$json" %.3f) | $(range ratio "$json" %.2f)" \
 		"| $(fmt %.0f "$(get msg_rate "$json")") | $(fmt %.0f "$(get tcp_msg_rate "$json")")" \
 		"| $(range lat_p50_us "$json" %.1f) | $(range tcp_lat_p50_us "$json" %.1f) | $(range lat_ratio "$json" %.2f)" \
-		"| $(fmt %.1f "$(get lat_p99_us "$json")") | $(fmt %.1f "$(get tcp_lat_p99_us "$json")") |" >>"$table"
+		"| $(fmt %.1f "$(get lat_p99_us "$json")") | $(fmt %.1f "$(get tcp_lat_p99_us "$json")") |" >>"$main"
 done
-load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+main_load="$load_before → $(loadavg)"
 
-# The goals, judged on the medians.
-pick() { # pick OP SIZE CRC KEY
-	grep "\"op\":\"$1\",\"size\":$2,\"crc\":$3," "$tmp/runs.jsonl" | head -n1 | { read -r j; get "$4" "$j"; }
+# --- CRC rows ----------------------------------------------------------
+crc_table="$tmp/crc.md"
+load_before=$(loadavg)
+{
+	echo "| op | size | iwarp-go Gb/s | raw TCP Gb/s | ratio | raw TCP + CRC Gb/s | ratio to TCP + CRC | FPDUs received | CRC-checked | CRC errors |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
+} >"$crc_table"
+crc_row() { # crc_row SIZE JSON
+	echo "| $(get op "$2") | $1 | $(range gbps "$2" %.3f) | $(range tcp_gbps "$2" %.3f) | $(range ratio "$2" %.2f)" \
+		"| $(range tcp_crc_gbps "$2" %.3f) | $(range tcp_crc_ratio "$2" %.2f)" \
+		"| $(get fpdus_received "$2") | $(get crc_checked_fpdus "$2") | $(get crc_errors "$2") |" >>"$crc_table"
 }
-verdict() { # verdict VALUE OP LIMIT
-	awk -v v="$1" -v op="$2" -v lim="$3" 'BEGIN { ok = (op == ">=") ? v >= lim : v <= lim; printf "%.2f (goal %s %s): %s", v, op, lim, ok ? "met" : "missed" }'
+crc_row 1MiB "$(grep '"crc":true' "$tmp/main.jsonl" | head -n1)"
+for row in "read 1MiB" "send 1MiB" "write 64KiB"; do
+	read -r op size <<<"$row"
+	crc_row "$size" "$(loopback crc --duration "$DURATION" --lat-iters 0 --crc --op "$op" --size "$size")"
+done
+crc_load="$load_before → $(loadavg)"
+
+# --- Queue pairs -------------------------------------------------------
+qps_table="$tmp/qps.md"
+load_before=$(loadavg)
+{
+	echo "| queue pairs | CRC | iwarp-go Gb/s | raw TCP Gb/s | ratio | raw TCP + CRC Gb/s | ratio to TCP + CRC |"
+	echo "|---|---|---|---|---|---|---|"
+} >"$qps_table"
+for crc in off on; do
+	flag=
+	[[ $crc == on ]] && flag=--crc
+	for n in $QPS; do
+		# shellcheck disable=SC2086 # $flag is empty or one flag
+		json=$(loopback qps --duration "$DURATION" --lat-iters 0 --op write --size 64KiB --qps "$n" $flag)
+		echo "| $n | $crc | $(range gbps "$json" %.3f) | $(range tcp_gbps "$json" %.3f) | $(range ratio "$json" %.2f)" \
+			"| $(range tcp_crc_gbps "$json" %.3f) | $(range tcp_crc_ratio "$json" %.2f) |" >>"$qps_table"
+	done
+done
+qps_load="$load_before → $(loadavg)"
+
+# Two processes: a server (-s) and a client (-c) over loopback.
+max_qps=1
+for n in $QPS; do ((n > max_qps)) && max_qps=$n; done
+# Room for a run's sessions and those of the run before, which may still be
+# ending.
+"$peer" bench -s -a 127.0.0.1 -p 0 --max-sessions $((2 * max_qps + 4)) 2>"$tmp/server.log" &
+server_pid=$!
+port=
+for _ in $(seq 100); do
+	port=$(sed -n 's/^bench server listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$tmp/server.log")
+	[[ -n $port ]] && break
+	sleep 0.1
+done
+[[ -n $port ]] || { cat "$tmp/server.log" >&2; exit 1; }
+client() { # client ARGS...: one two-process row
+	echo "bench: two processes: $*" >&2
+	"$peer" bench -c -a 127.0.0.1 -p "$port" --json --repeat "$REPEAT" "$@" | tail -n1
 }
+procs_table="$tmp/procs.md"
+load_before=$(loadavg)
+{
+	echo "| queue pairs | iwarp-go Gb/s, two processes |"
+	echo "|---|---|"
+} >"$procs_table"
+for n in $QPS; do
+	json=$(client --duration "$DURATION" --lat-iters 0 --op write --size 64KiB --qps "$n")
+	echo "| $n | $(range gbps "$json" %.3f) |" >>"$procs_table"
+done
+procs_load="$load_before → $(loadavg)"
+
+# --- Latency -----------------------------------------------------------
+lat_table="$tmp/lat.md"
+load_before=$(loadavg)
+{
+	echo "| op | size | iwarp-go p50 µs | raw TCP p50 µs | p50 ratio | iwarp-go p99 µs | raw TCP p99 µs | p99 ratio | iwarp-go CPU µs per round trip (both sides) | raw TCP CPU µs per round trip (both ends) |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
+} >"$lat_table"
+for row in "send 8" "write 8" "read 8" "send 64"; do
+	read -r op size <<<"$row"
+	json=$(loopback lat --iters 1000 --lat-iters "$LAT_ITERS" --op "$op" --size "$size")
+	echo "| $op | $size | $(range lat_p50_us "$json" %.1f) | $(range tcp_lat_p50_us "$json" %.1f) | $(range lat_ratio "$json" %.2f)" \
+		"| $(fmt %.1f "$(get lat_p99_us "$json")") | $(fmt %.1f "$(get tcp_lat_p99_us "$json")") | $(range lat_p99_ratio "$json" %.2f)" \
+		"| $(fmt %.1f "$(get lat_cpu_us_per_rt "$json")") | $(fmt %.1f "$(get tcp_lat_cpu_us_per_rt "$json")") |" >>"$lat_table"
+done
+lat_procs="$tmp/latprocs.md"
+{
+	echo "| op | size | p50 µs | p99 µs | client CPU µs per round trip | server CPU µs per round trip |"
+	echo "|---|---|---|---|---|---|"
+} >"$lat_procs"
+for row in "send 8" "write 8"; do
+	read -r op size <<<"$row"
+	json=$(client --iters 1000 --lat-iters "$LAT_ITERS" --op "$op" --size "$size")
+	echo "| $op | $size | $(range lat_p50_us "$json" %.1f) | $(fmt %.1f "$(get lat_p99_us "$json")")" \
+		"| $(fmt %.1f "$(get lat_cpu_us_per_rt "$json")") | $(fmt %.1f "$(get server_lat_cpu_us_per_rt "$json")") |" >>"$lat_procs"
+done
+lat_load="$load_before → $(loadavg)"
+kill -INT "$server_pid"
+wait "$server_pid" || true
+server_pid=
+
+# --- Scale -------------------------------------------------------------
+scale_table="$tmp/scale.md"
+scale_load="not run (SCALE=0)"
+if [[ $SCALE != 0 ]]; then
+	load_before=$(loadavg)
+	echo "bench: scale (go test -bench Scale ./conn)" >&2
+	go test -run '^$' -bench 'Scale1000QPs|Scale10000QPs' -benchtime 1x ./conn >"$tmp/scale.txt"
+	scale_load="$load_before → $(loadavg)"
+	{
+		echo "| queue pairs | B per idle QP | heap B | stacks B | kernel TCP buffers B | goroutines per QP | setup, connections/s | Write + Read-back µs | B per QP after the Writes |"
+		echo "|---|---|---|---|---|---|---|---|---|"
+		awk '/^BenchmarkScale/ {
+			delete m
+			for (i = 3; i < NF; i += 2) m[$(i + 1)] = $i
+			k = ("kernel-B/QP" in m) ? sprintf("%.0f", m["kernel-B/QP"]) : "–"
+			printf "| %d | %.0f | %.0f | %.0f | %s | %.2f | %.0f | %.0f | %.0f |\n", m["QPs"], m["B/QP"], m["heap-B/QP"], m["stack-B/QP"], k, m["goroutines/QP"], m["conn/s"], m["verify-µs"], m["B/QP-after"]
+		}' "$tmp/scale.txt"
+	} >"$scale_table"
+fi
+scale_bqp() { # B per idle QP of the 10,000-QP run
+	[[ -f $tmp/scale.txt ]] || return 0
+	awk '/^BenchmarkScale10000QPs/ { for (i = 3; i < NF; i += 2) if ($(i + 1) == "B/QP") print $i }' "$tmp/scale.txt"
+}
+
+# --- Goals ---------------------------------------------------------------
 goals="$tmp/goals.md"
 {
-	echo "- 1 MiB RDMA Write bandwidth / raw TCP stream, CRC off: $(verdict "$(pick write 1048576 false ratio)" ">=" 0.9)"
-	echo "- 1 MiB RDMA Write bandwidth / raw TCP stream, CRC on: $(verdict "$(pick write 1048576 true ratio)" ">=" 0.9)"
-	echo "- 8-byte Send ping-pong median latency / raw TCP ping-pong: $(verdict "$(pick send 8 false lat_ratio)" "<=" 1.2)"
-	echo "- 64-byte Send message rate / raw TCP length-prefixed stream: $(verdict "$(pick send 64 false ratio)" ">=" 0.8)"
+	echo "- 8-byte Send ping-pong, median / raw TCP: $(verdict "$(pick lat send 8 false lat_ratio)" "<=" 1.2)"
+	echo "- 8-byte Send ping-pong, p99 / raw TCP: $(verdict "$(pick lat send 8 false lat_p99_ratio)" "<=" 1.5)"
+	echo "- 8-byte Write+Send ping-pong, median / raw TCP: $(verdict "$(pick lat write 8 false lat_ratio)" "<=" 1.2)"
+	echo "- 8-byte Write+Send ping-pong, p99 / raw TCP: $(verdict "$(pick lat write 8 false lat_p99_ratio)" "<=" 1.5)"
+	echo "- 64-byte Send message rate / raw TCP length-prefixed stream: $(verdict "$(pick main send 64 false ratio)" ">=" 2)"
+	echo "- 1 MiB RDMA Write with CRC / raw TCP + CRC: $(verdict "$(pick main write 1048576 true tcp_crc_ratio)" ">=" 0.95)"
+	echo "- 1 MiB RDMA Write without CRC / raw TCP: $(verdict "$(pick main write 1048576 false ratio)" ">=" 0.95)"
+	for n in $QPS; do
+		qp="queue pairs"
+		[[ $n == 1 ]] && qp="queue pair"
+		echo "- $n $qp, 64 KiB Writes, CRC off, aggregate / raw TCP: $(verdict "$(pick qps write 65536 false "$n" ratio)" ">=" 0.9)"
+	done
+	b=$(scale_bqp)
+	kib=
+	[[ -n $b ]] && kib=$(awk -v b="$b" 'BEGIN { printf "%.1f", b / 1024 }')
+	echo "- memory per idle queue pair of 10,000, KiB: $(verdict "$kib" "<=" 64)"
 } >"$goals"
 
+# --- The section ---------------------------------------------------------
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+mem=$(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
 section="$tmp/section.md"
 {
 	echo "<!-- bench:begin (written by scripts/bench.sh; edits here are overwritten) -->"
 	echo
-	echo "Measured $started on: $cpu, $(nproc) cores, $(go version | cut -d' ' -f3-), Linux $(uname -r)."
-	echo "Load average (1, 5, 15 min) before: $load_before; after: $load_after."
-	echo "Each row: $REPEAT runs of \`iwarp-peer bench --loopback --compare-tcp --duration $DURATION\`;"
-	echo "median (smallest–largest of the runs)."
+	echo "Measured $started to $(date -u '+%H:%M UTC') on: $cpu, $(nproc) cores, $mem, $(go version | cut -d' ' -f3-), Linux $(uname -r)."
+	echo "Load average (1, 5, 15 min) at the start: $load_start; at the end: $(loadavg). Each section gives it before → after."
+	echo "Each row: $REPEAT runs, alternately iwarp-go and its baseline; median (smallest–largest of the runs)."
 	echo
-	cat "$table"
-	echo
-	echo "Goals, on the medians:"
+	echo "### Goals, on the medians"
 	echo
 	cat "$goals"
+	echo
+	echo "### Write, Read and Send beside raw TCP"
+	echo
+	echo "\`iwarp-peer bench --loopback --compare-tcp --duration $DURATION\`. Load: $main_load."
+	echo
+	cat "$main"
+	echo
+	echo "### CRC"
+	echo
+	echo "\`--crc\`, beside raw TCP and raw TCP + CRC32c (each 64 KiB's CRC32c computed by the sender, sent behind the"
+	echo "message and checked by the receiver); the FPDUs are those both ends of every connection of the median run"
+	echo "received (conn's counters), CRC-checked if the connection negotiated the CRC. Load: $crc_load."
+	echo
+	cat "$crc_table"
+	echo
+	echo "### Queue pairs at once"
+	echo
+	echo "64 KiB RDMA Writes, 64 in flight on each queue pair, over N queue pairs at once (\`--qps N --duration"
+	echo "$DURATION\`), beside N raw TCP connections; the figures are the sum over the phase. Load: $qps_load."
+	echo
+	cat "$qps_table"
+	echo
+	echo "The same between two processes (\`iwarp-peer bench -s\` and \`iwarp-peer bench -c --qps N\`, loopback). Load:"
+	echo "$procs_load."
+	echo
+	cat "$procs_table"
+	echo
+	echo "### Latency and CPU per round trip"
+	echo
+	echo "\`--iters 1000 --lat-iters $LAT_ITERS\`: one round trip at a time; the CPU time is the process's (user and"
+	echo "system, getrusage) over the counted round trips, both sides in one process. Load: $lat_load."
+	echo
+	cat "$lat_table"
+	echo
+	echo "Between two processes, each side its own CPU time (the server's over its session):"
+	echo
+	cat "$lat_procs"
+	echo
+	echo "### Scale"
+	echo
+	if [[ -f $scale_table ]]; then
+		echo "\`go test -run '^\$' -bench 'Scale1000QPs|Scale10000QPs' -benchtime 1x ./conn\`: connected queue pairs with"
+		echo "default QPCaps in one process (both ends of each loopback connection), idle; memory is heap in use plus"
+		echo "goroutine stacks after GC grown since before, per queue pair; kernel TCP buffers are /proc/net/sockstat's"
+		echo "system-wide \"mem\", which other processes move too. Load: $scale_load."
+		echo
+		cat "$scale_table"
+	else
+		echo "Not run ($scale_load)."
+	fi
 	echo
 	echo "<!-- bench:end -->"
 } >"$section"
 
-if [[ -f $OUT ]] && grep -q '<!-- bench:begin' "$OUT"; then
-	awk -v sec="$section" '
-		/<!-- bench:begin/ { while ((getline line < sec) > 0) print line; skip = 1; next }
-		/<!-- bench:end -->/ { skip = 0; next }
-		!skip { print }
-	' "$OUT" >"$tmp/out.md"
-	cp "$tmp/out.md" "$OUT"
-else
-	{
-		echo "# Performance"
-		echo
-		cat "$section"
-	} >"$OUT"
-fi
+# shellcheck source=scripts/section.sh
+. scripts/section.sh
+write_section "$OUT" bench "$section" "# Performance"
 cat "$section"
+
+OUT="$OUT" ./scripts/bench-durable.sh

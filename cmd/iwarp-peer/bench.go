@@ -18,14 +18,20 @@ import (
 )
 
 func benchUsage(w io.Writer) {
-	fmt.Fprint(w, `usage: iwarp-peer bench -s [-a ADDR] [-p PORT] [--once]
-       iwarp-peer bench -c -a ADDR [-p PORT] --op write|read|send --size BYTES (--iters N | --duration D) [--crc] [--json]
-       iwarp-peer bench --loopback --op ... --size ... [--compare-tcp] [--json]
+	fmt.Fprint(w, `usage: iwarp-peer bench -s [-a ADDR] [-p PORT] [--once] [--max-sessions N]
+       iwarp-peer bench -c -a ADDR [-p PORT] --op write|read|send --size BYTES (--iters N | --duration D) [--qps N] [--crc] [--json]
+       iwarp-peer bench --loopback --op ... --size ... [--qps N] [--compare-tcp] [--json]
 
 A bandwidth phase (a stream of messages, --window in flight) and a latency phase
-(ping-pong, one round trip at a time) on connections of their own. --compare-tcp
-runs the same phases over a raw Go TCP connection in the same run. The server
-takes its parameters from the client and serves until interrupted.
+(ping-pong, one round trip at a time) on connections of their own. With --qps N
+the bandwidth phase streams over N queue pairs at once (--window and --iters
+apply to each) and reports their sum; the latency phase uses one. --compare-tcp
+runs the same phases over raw Go TCP in the same run (N connections), and with
+--crc also the stream with CRC32c computed per 64 KiB and checked on both ends.
+The latency phase reports the CPU time per round trip: of this process, which in
+a loopback run holds both sides, and between processes of each side. The server
+takes its parameters from the client and serves until interrupted; a client
+with --qps N needs a server with --max-sessions N or more.
 `)
 }
 
@@ -34,7 +40,10 @@ type benchFlags struct {
 	server, client, once, json bool
 	addr                       string
 	port                       int
+	maxSessions                int
 	cpuProfile                 string
+	metrics                    *metricsFlag
+	limits                     *limitsFlag
 }
 
 func parseBench(args []string, std stdio) (*bench.Config, *benchFlags, error) {
@@ -52,12 +61,16 @@ func parseBench(args []string, std stdio) (*bench.Config, *benchFlags, error) {
 	f.IntVar(&cfg.Iters, "iters", 0, "messages in the bandwidth phase, round trips in the latency phase (default 1000)")
 	f.DurationVar(&cfg.Duration, "duration", 0, "run each phase this long instead of --iters")
 	f.IntVar(&cfg.LatIters, "lat-iters", -1, "round trips in the latency phase (default: --iters, at most 10000, or --duration; 0 skips it)")
-	f.IntVar(&cfg.Window, "window", 64, "work requests in flight in the bandwidth phase (1 to 1024)")
+	f.IntVar(&cfg.Window, "window", 64, "work requests in flight in the bandwidth phase, per queue pair (1 to 1024)")
+	f.IntVar(&cfg.QPs, "qps", 1, "queue pairs (connections) the bandwidth phase streams over at once (1 to 1024)")
+	f.IntVar(&b.maxSessions, "max-sessions", bench.DefaultMaxSessions, "server: sessions (connections) served at once")
 	f.BoolVar(&cfg.CRC, "crc", false, "require the MPA CRC (default: off)")
 	f.BoolVar(&b.json, "json", false, "print one JSON object instead of a table")
 	f.IntVar(&cfg.Repeat, "repeat", 1, "run everything this many times and report medians and spread")
 	f.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `file` (go tool pprof)")
 	f.BoolVar(&cfg.CompareTCP, "compare-tcp", false, "also run the same phases over raw Go TCP (with --loopback)")
+	b.metrics = f.metrics()
+	b.limits = f.limits()
 	if err := f.parse(args); err != nil {
 		return nil, nil, err
 	}
@@ -95,6 +108,12 @@ func parseBench(args []string, std stdio) (*bench.Config, *benchFlags, error) {
 		return nil, nil, f.bad("--repeat is the client's choice")
 	case b.once && !b.server:
 		return nil, nil, f.bad("--once applies to the server")
+	case cfg.QPs < 1 || cfg.QPs > bench.MaxQPs:
+		return nil, nil, f.bad("--qps %d: want 1 to %d", cfg.QPs, bench.MaxQPs)
+	case b.maxSessions < 1:
+		return nil, nil, f.bad("--max-sessions %d: want at least 1", b.maxSessions)
+	case f.given("max-sessions") && !b.server:
+		return nil, nil, f.bad("--max-sessions applies to the server")
 	case cfg.Window < 1 || cfg.Window > bench.MaxWindow:
 		return nil, nil, f.bad("--window %d: want 1 to %d", cfg.Window, bench.MaxWindow)
 	case b.port < 0 || b.port > 65535:
@@ -133,18 +152,26 @@ func runBench(ctx context.Context, args []string, std stdio) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	srv, err := b.metrics.serve("bench", std)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	cfg.Options = connLog(ctx)
 	if b.server {
 		addr := b.addr
 		if addr == "" {
 			addr = "0.0.0.0"
 		}
-		ln, err := conn.Listen(ctx, "tcp", net.JoinHostPort(addr, strconv.Itoa(b.port)), bench.ConnOptions(cfg.CRC)...)
+		opts := append(append(bench.ConnOptions(cfg.CRC), cfg.Options...), b.limits.options()...)
+		ln, err := conn.Listen(ctx, "tcp", net.JoinHostPort(addr, strconv.Itoa(b.port)), opts...)
 		if err != nil {
 			return err
 		}
 		defer ln.Close()
+		srv.AddListener(ln)
 		fmt.Fprintf(std.err, "bench server listening on %v\n", ln.Addr())
-		if err := bench.Serve(ctx, ln, bench.ServeConfig{Once: b.once, Log: std.err}); err != nil {
+		if err := bench.Serve(ctx, ln, bench.ServeConfig{Once: b.once, Log: std.err, MaxSessions: b.maxSessions}); err != nil {
 			return err
 		}
 		return stopped(ctx, "bench", std)
@@ -172,7 +199,11 @@ func printBenchTable(w io.Writer, r *bench.Result) {
 	if r.Repeat > 1 {
 		runs = fmt.Sprintf("; medians of %d runs", r.Repeat)
 	}
-	fmt.Fprintf(w, "iwarp-peer bench: %s of %s, %d in flight, CRC %s%s\n", r.Op, units.Bytes(int64(r.Size)), r.Window, negotiated.OnOff(r.CRC), runs)
+	qps := ""
+	if r.QPs > 1 {
+		qps = fmt.Sprintf(" on each of %d queue pairs", r.QPs)
+	}
+	fmt.Fprintf(w, "iwarp-peer bench: %s of %s, %d in flight%s, CRC %s%s\n", r.Op, units.Bytes(int64(r.Size)), r.Window, qps, negotiated.OnOff(r.CRC), runs)
 	fmt.Fprintf(w, "  connection: %s\n", r.Setup)
 	const format = "  %-10s %12s %20s %12s %16s %12s\n"
 	fmt.Fprintf(w, format, "", "messages", "bandwidth", "msg/s", "lat p50", "lat p99")
@@ -195,12 +226,37 @@ func printBenchTable(w io.Writer, r *bench.Result) {
 	}
 	row("iwarp-go", r.Messages, r.Gbps, r.MsgRate, p50, p99)
 	spread(r.GbpsMin, r.GbpsMax, r.LatP50usMin, r.LatP50usMax)
+	defer printCPU(w, r)
 	if r.TCPGbps == nil {
 		return
 	}
 	row("raw TCP", *r.TCPMessages, *r.TCPGbps, *r.TCPMsgRate, r.TCPLatP50us, r.TCPLatP99us)
 	spread(r.TCPGbpsMin, r.TCPGbpsMax, r.TCPLatP50usMin, r.TCPLatP50usMax)
-	fmt.Fprintf(w, "  iwarp-go / raw TCP: bandwidth %s, latency p50 %s\n", ratio(r.Ratio, r.RatioMin, r.RatioMax), ratio(r.LatRatio, r.LatRatioMin, r.LatRatioMax))
+	if r.TCPCRCGbps != nil {
+		fmt.Fprintf(w, format, "TCP+CRC", "", fmt.Sprintf("%.3f Gb/s", *r.TCPCRCGbps), fmt.Sprintf("%.0f", *r.TCPCRCMsgRate), "-", "-")
+		spread(r.TCPCRCGbpsMin, r.TCPCRCGbpsMax, nil, nil)
+	}
+	fmt.Fprintf(w, "  iwarp-go / raw TCP: bandwidth %s, latency p50 %s, p99 %s\n", ratio(r.Ratio, r.RatioMin, r.RatioMax),
+		ratio(r.LatRatio, r.LatRatioMin, r.LatRatioMax), ratio(r.LatP99Ratio, r.LatP99RatioMin, r.LatP99RatioMax))
+	if r.TCPCRCRatio != nil {
+		fmt.Fprintf(w, "  iwarp-go / raw TCP with CRC32c: bandwidth %s\n", ratio(r.TCPCRCRatio, r.TCPCRCRatioMin, r.TCPCRCRatioMax))
+	}
+}
+
+// printCPU prints the CPU time per round trip of the latency phase, each
+// figure saying whose it is.
+func printCPU(w io.Writer, r *bench.Result) {
+	if r.LatCPUus == nil {
+		return
+	}
+	line := fmt.Sprintf("  CPU per round trip: iwarp-go %.1f µs (%s)", *r.LatCPUus, r.LatCPUScope)
+	if r.ServerLatCPUus != nil {
+		line += fmt.Sprintf(", iwarp-go server %.1f µs (its process)", *r.ServerLatCPUus)
+	}
+	if r.TCPLatCPUus != nil {
+		line += fmt.Sprintf(", raw TCP %.1f µs (both ends)", *r.TCPLatCPUus)
+	}
+	fmt.Fprintln(w, line)
 }
 
 func latency(us *float64) string {

@@ -37,6 +37,10 @@ func TestBench_Flags(t *testing.T) {
 		{[]string{"--loopback", "extra"}, `unexpected argument "extra"`},
 		{[]string{"--loopback", "--nope"}, "flag provided but not defined: -nope"},
 		{[]string{"-s", "--repeat", "2"}, "--repeat is the client's choice"},
+		{[]string{"--loopback", "--qps", "0"}, "--qps 0: want 1 to 1024"},
+		{[]string{"--loopback", "--qps", "1025"}, "--qps 1025"},
+		{[]string{"-s", "--max-sessions", "0"}, "--max-sessions 0"},
+		{[]string{"--loopback", "--max-sessions", "4"}, "--max-sessions applies to the server"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -63,6 +67,10 @@ func TestBench_Flags(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1000, cfg.Iters, "neither --iters nor --duration: 1000 messages")
 	require.Equal(t, 64, cfg.Window)
+	require.Equal(t, 1, cfg.QPs)
+	_, b, err := parseBench([]string{"-s", "--max-sessions", "300"}, std)
+	require.NoError(t, err)
+	require.Equal(t, 300, b.maxSessions)
 }
 
 // --json keeps its keys and prints the summary object as the last line of
@@ -76,9 +84,27 @@ func TestBench_JSONLastLine(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &m))
 	for _, k := range []string{"op", "size", "crc", "window", "messages", "bytes", "seconds", "gbps", "msg_rate", "lat_iters",
 		"lat_p50_us", "lat_p99_us", "setup", "repeat", "tcp_messages", "tcp_bytes", "tcp_seconds", "tcp_gbps", "tcp_msg_rate",
-		"tcp_lat_p50_us", "tcp_lat_p99_us", "ratio", "lat_ratio"} {
+		"tcp_lat_p50_us", "tcp_lat_p99_us", "ratio", "lat_ratio",
+		"qps", "fpdus_received", "crc_checked_fpdus", "crc_errors", "lat_p99_ratio"} {
 		require.Contains(t, m, k)
 	}
+	require.NotContains(t, m, "tcp_crc_ratio", "no CRC, no CRC baseline")
+
+	// --qps and --crc: the CRC baseline's ratio beside the plain one, and
+	// the setup says the CRC was checked on every FPDU.
+	code, out, errb = runCmd(context.Background(), "bench", "--json", "--loopback", "--compare-tcp", "--crc", "--qps", "3",
+		"--op", "write", "--size", "100k", "--iters", "20", "--lat-iters", "0")
+	require.Equal(t, 0, code, errb)
+	lines = strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	m = nil
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &m))
+	require.Equal(t, 3.0, m["qps"])
+	require.Equal(t, 60.0, m["messages"])
+	for _, k := range []string{"ratio", "tcp_crc_ratio", "tcp_crc_gbps"} {
+		require.Contains(t, m, k)
+	}
+	require.Contains(t, m["setup"], "CRC checked on every FPDU received")
+	require.Equal(t, m["fpdus_received"], m["crc_checked_fpdus"])
 }
 
 // The text output of --repeat shows the run count, the spread of each
@@ -91,7 +117,8 @@ func TestBench_RepeatText(t *testing.T) {
 	require.Regexp(t, `(?m)^  iwarp-go +100 +[0-9.]+ Gb/s +\d+ +[0-9.]+ µs +[0-9.]+ µs$`, out)
 	require.Regexp(t, `(?m)^    min–max +[0-9.]+–[0-9.]+ Gb/s +[0-9.]+–[0-9.]+ µs +$`, out)
 	require.Equal(t, 2, strings.Count(out, "min–max"), "under iwarp-go and under raw TCP")
-	require.Regexp(t, `(?m)^  iwarp-go / raw TCP: bandwidth [0-9.]+ \([0-9.]+–[0-9.]+\), latency p50 [0-9.]+ \([0-9.]+–[0-9.]+\)$`, out)
+	require.Regexp(t, `(?m)^  iwarp-go / raw TCP: bandwidth [0-9.]+ \([0-9.]+–[0-9.]+\), latency p50 [0-9.]+ \([0-9.]+–[0-9.]+\), p99 [0-9.]+ \([0-9.]+–[0-9.]+\)$`, out)
+	require.Regexp(t, `(?m)^  CPU per round trip: iwarp-go [0-9.]+ µs \(process: client and server\), raw TCP [0-9.]+ µs \(both ends\)$`, out)
 
 	code, out, errb = runCmd(context.Background(), "bench", "--loopback", "--op", "read", "--size", "64", "--iters", "50", "--lat-iters", "0")
 	require.Equal(t, 0, code, errb)
@@ -104,7 +131,7 @@ func TestBench_RepeatText(t *testing.T) {
 // then says so in one line and exits 0.
 func TestBench_ServerAndClient(t *testing.T) {
 	for _, once := range []bool{true, false} {
-		args := []string{"bench", "-s", "-a", "127.0.0.1", "-p", "0"}
+		args := []string{"bench", "-s", "-a", "127.0.0.1", "-p", "0", "--max-sessions", "4"}
 		if once {
 			args = append(args, "--once")
 		}
@@ -116,10 +143,11 @@ func TestBench_ServerAndClient(t *testing.T) {
 			}
 		}
 		require.NotEmpty(t, port, srv.stderr.String())
-		code, out, errb := runCmd(context.Background(), "bench", "-c", "-a", "127.0.0.1", "-p", port, "--op", "send", "--size", "100", "--iters", "500")
+		code, out, errb := runCmd(context.Background(), "bench", "-c", "-a", "127.0.0.1", "-p", port, "--op", "send", "--size", "100", "--iters", "500", "--qps", "3")
 		require.Equal(t, 0, code, errb)
-		require.Contains(t, out, "iwarp-peer bench: send of 100 B, 64 in flight, CRC off")
-		require.Regexp(t, `iwarp-go\s+500\s+[0-9.]+ Gb/s`, out)
+		require.Contains(t, out, "iwarp-peer bench: send of 100 B, 64 in flight on each of 3 queue pairs, CRC off")
+		require.Regexp(t, `iwarp-go\s+1500\s+[0-9.]+ Gb/s`, out)
+		require.Regexp(t, `(?m)^  CPU per round trip: iwarp-go [0-9.]+ µs \(client\), iwarp-go server [0-9.]+ µs \(its process\)$`, out)
 		require.NotContains(t, out, "raw TCP")
 		if !once {
 			srv.stop(signalError{syscall.SIGINT})

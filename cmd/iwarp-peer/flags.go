@@ -16,6 +16,8 @@ type flags struct {
 	// package's list of flags and defaults after it.
 	usage        func(w io.Writer)
 	withDefaults bool
+	metricsFlag  *metricsFlag // f.metrics()
+	limitsFlag   *limitsFlag  // f.limits()
 }
 
 func newFlags(name string, std stdio, usage func(io.Writer), withDefaults bool) *flags {
@@ -45,6 +47,10 @@ func (f *flags) parse(args []string) error {
 	case err != nil: // the flag package has said what is wrong
 		f.printUsage(f.std.err)
 		return errUsage
+	case f.metricsFlag != nil && f.metricsFlag.perQP && f.metricsFlag.addr == "":
+		return f.bad("--metrics-qps needs --metrics ADDR")
+	case f.limitsFlag != nil:
+		return f.limitsFlag.check(f)
 	}
 	return nil
 }

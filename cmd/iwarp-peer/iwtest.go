@@ -49,6 +49,7 @@ MPA options:
       --p2p none|LIST     peer-to-peer RTR types (write,read,send) offered (client, default
                           write) or accepted (server, default write)
 `)
+	fmt.Fprint(w, metricsUsage)
 }
 
 // listFlag collects a comma list; like getopt's, repeated flags add to it.
@@ -125,6 +126,7 @@ func runIwtest(ctx context.Context, args []string, std stdio) error {
 	f.StringVar(&printPattern, "print-pattern", "", "")
 	both("v", "verbose", nil, &cfg.Verbose)
 	m.register(f.FlagSet)
+	mf := f.metrics()
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -161,7 +163,13 @@ func runIwtest(ctx context.Context, args []string, std stdio) error {
 	if err != nil {
 		return f.bad("%v", err)
 	}
-	cfg.Options, cfg.Rev = opts, m.rev
+	cfg.Options, cfg.Rev = append(opts, connLog(ctx)...), m.rev
+	srv, err := mf.serve("iwtest", std)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	cfg.Listening = srv.AddListener
 	if server {
 		return iwtest.Serve(ctx, cfg)
 	}

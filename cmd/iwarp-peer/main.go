@@ -2,16 +2,21 @@
 //
 //	bench     bandwidth and latency between two iwarp-go peers, beside raw Go TCP
 //	decode    print the iWARP dissection of a pcap or pcapng capture
-//	demo      client and server over loopback: Send/Receive, RDMA Write and Read, every byte verified
+//	demo      client and server over loopback: Send/Receive, RDMA Write and Read, a durable write, every byte verified
+//	get       read bytes of a sink's region to stdout
 //	iwtest    the iwtest RDMA test peer (interop/siw/cprog/PROTOCOL.md), client or server
 //	mpa-demo  walk through MPA connection setup and FPDU framing over loopback TCP
 //	perftest  perftest's ib_*_bw/ib_*_lat over rdma_cm (-R), client or server
+//	put       write a file into a sink's region and make it durable
 //	rping     rping-compatible client and server (rdma-core's rping over siw)
+//	sink      serve a file as remote persistent memory (iwarp-go and librpma initiators)
+//	stat      a live table of the queue pairs of an iwarp-peer running with --metrics
 //
-// "iwarp-peer COMMAND -h" prints a command's flags. This package holds the
+// "iwarp-peer COMMAND -h" prints a command's flags; "iwarp-peer -d COMMAND"
+// traces every connection (setup, Terminates, teardown) on stderr. This package holds the
 // command lines and their output; the protocols are importable packages
-// (internal/rping, internal/iwtest, internal/bench, internal/demo, package
-// dissect). A command is one entry in the commands table and one file.
+// (internal/rping, internal/iwtest, internal/bench, internal/demo,
+// internal/sinkpeer, package dissect). A command is one entry in the commands table and one file.
 package main
 
 import (
@@ -36,11 +41,15 @@ type command struct {
 var commands = []command{
 	{"bench", "bandwidth and latency between two iwarp-go peers, beside raw Go TCP", runBench},
 	{"decode", "print the iWARP dissection of a pcap or pcapng capture", runDecode},
-	{"demo", "client and server over loopback: Send/Receive, RDMA Write and Read, every byte verified", runDemo},
+	{"demo", "client and server over loopback: Send/Receive, RDMA Write and Read, a durable write, every byte verified", runDemo},
+	{"get", "read bytes of a sink's region to stdout", runGet},
 	{"iwtest", "the iwtest RDMA test peer (interop/siw/cprog/PROTOCOL.md), client or server", runIwtest},
 	{"mpa-demo", "walk through MPA connection setup and FPDU framing over loopback TCP", runMPADemo},
 	{"perftest", "perftest's ib_*_bw/ib_*_lat over rdma_cm (-R), client or server", runPerftest},
+	{"put", "write a file into a sink's region and make it durable", runPut},
 	{"rping", "rping-compatible client and server (rdma-core's rping over siw)", runRping},
+	{"sink", "serve a file as remote persistent memory (iwarp-go and librpma initiators)", runSink},
+	{"stat", "a live table of the queue pairs of an iwarp-peer running with --metrics", runStat},
 }
 
 // stdio is where a command writes: its results on out, diagnostics on err.
@@ -68,7 +77,9 @@ func reported(err error) error {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: iwarp-peer <command> [arguments]")
+	fmt.Fprintln(w, "usage: iwarp-peer [-d] <command> [arguments]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "  -d        trace connections on stderr: setup, Terminates, teardown (log/slog)")
 	fmt.Fprintln(w)
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
@@ -88,6 +99,12 @@ func lookup(name string) (command, bool) {
 
 // run runs the command line args and returns the exit status.
 func run(ctx context.Context, args []string, std stdio) int {
+	trace := len(args) > 0 && args[0] == "-d"
+	if trace {
+		args = args[1:]
+	}
+	std.err = shared(std.err)
+	ctx = withLog(ctx, std.err, trace)
 	if len(args) == 0 {
 		usage(std.err)
 		return 2

@@ -3,21 +3,67 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
 // Every test's connections and goroutines must be gone when it ends.
+// Started by otherProcess, the test binary runs one command line instead.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	if env, ok := os.LookupEnv(otherProcessEnv); ok {
+		var args []string
+		if err := json.Unmarshal([]byte(env), &args); err != nil {
+			panic(err)
+		}
+		os.Exit(run(context.Background(), args, stdio{os.Stdout, os.Stderr}))
+	}
+	goleak.VerifyTestMain(cleanupM{m})
+}
+
+// cleanupM removes what the tests left for each other (the iwarp-peer
+// binary some run) once all have run.
+type cleanupM struct{ *testing.M }
+
+func (c cleanupM) Run() int {
+	code := c.M.Run()
+	removeBinary()
+	return code
+}
+
+// otherProcessEnv holds the command line otherProcess runs, in JSON.
+const otherProcessEnv = "IWARP_PEER_TEST_COMMAND"
+
+// otherProcess runs a command line in a process of its own (this test
+// binary), so that its queue pairs are not counted in this process's
+// device, and returns its exit status and output.
+func otherProcess(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	env, err := json.Marshal(args)
+	require.NoError(t, err)
+	cmd.Env = append(os.Environ(), otherProcessEnv+"="+string(env))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
 }
 
 // runCmd runs a command line and returns its exit status and output.

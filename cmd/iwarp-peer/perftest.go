@@ -33,6 +33,8 @@ func perftestUsage(w io.Writer) {
       --crc=off|preferred|required   MPA CRC (default off, as between two siw peers;
                          a server follows a client that asks)
 `)
+	fmt.Fprint(w, metricsUsage)
+	fmt.Fprint(w, limitsUsage)
 }
 
 // sizeFlag is -s: perftest takes a K or M suffix.
@@ -95,6 +97,7 @@ func runPerftest(ctx context.Context, args []string, std stdio) error {
 	f.StringVar(&bind, "j", "", "")
 	f.StringVar(&bind, "source_ip", "", "")
 	f.StringVar(&crc, "crc", "off", "")
+	metricsF, limits := f.metrics(), f.limits()
 	for _, name := range []string{"R", "rdma_cm", "F"} {
 		f.Bool(name, false, "")
 	}
@@ -119,16 +122,24 @@ func runPerftest(ctx context.Context, args []string, std stdio) error {
 		return f.bad("--crc %q: want off, preferred or required", crc)
 	}
 	cfg.ConnOptions = append(cfg.ConnOptions, conn.WithCRC(mode))
+	cfg.ConnOptions = append(cfg.ConnOptions, connLog(ctx)...)
+	srv, err := metricsF.serve("perftest", std)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
 	pd := conn.NewPD()
 	if server != "" {
 		_, err = perftest.Dial(ctx, net.JoinHostPort(server, strconv.Itoa(port)), pd, cfg)
 		return err
 	}
-	ln, err := conn.Listen(ctx, "tcp", net.JoinHostPort(bind, strconv.Itoa(port)), cfg.ConnOptions...)
+	lnOpts := append(append([]conn.Option{}, cfg.ConnOptions...), limits.options()...)
+	ln, err := conn.Listen(ctx, "tcp", net.JoinHostPort(bind, strconv.Itoa(port)), lnOpts...)
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
+	srv.AddListener(ln)
 	if port == 0 {
 		fmt.Fprintf(std.out, "listening on port %d\n", ln.Addr().(*net.TCPAddr).Port)
 	}

@@ -30,6 +30,8 @@ interop options:
 	--no-enhanced			revision 2 without the RFC 6581 Enhanced flag
 	--p2p none|write|read|send	RTR types offered (client, default none) or accepted (server, default all)
 `, rping.DefaultSize, rping.MinSize, rping.MaxSize, rping.Port)
+	fmt.Fprint(w, metricsUsage)
+	fmt.Fprint(w, limitsUsage)
 }
 
 // rpingArgs is rping's command line.
@@ -37,6 +39,8 @@ type rpingArgs struct {
 	cfg            *rping.Config
 	server, client bool
 	mpa            mpaFlags
+	metrics        *metricsFlag
+	limits         *limitsFlag
 }
 
 // parseRping reads rping's command line: the one-letter flags and their
@@ -60,6 +64,8 @@ func parseRping(args []string, std stdio) (*rpingArgs, error) {
 	f.BoolVar(&cfg.Debug, "d", false, "")
 	f.Bool("q", false, "")
 	m.register(f.FlagSet)
+	a.metrics = f.metrics()
+	a.limits = f.limits()
 	if err := f.parse(args); err != nil {
 		return nil, err
 	}
@@ -84,6 +90,7 @@ func parseRping(args []string, std stdio) (*rpingArgs, error) {
 	}
 	if a.server {
 		cfg.Rev = m.rev
+		cfg.Options = append(cfg.Options, a.limits.options()...)
 	}
 	return a, nil
 }
@@ -93,7 +100,14 @@ func runRping(ctx context.Context, args []string, std stdio) error {
 	if err != nil {
 		return err
 	}
+	srv, err := a.metrics.serve("rping", std)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
 	cfg := a.cfg
+	cfg.Listening = srv.AddListener
+	cfg.Options = append(cfg.Options, connLog(ctx)...)
 	if a.client {
 		return reported(rping.Client(ctx, cfg))
 	}

@@ -66,7 +66,7 @@ func TestRping_Flags(t *testing.T) {
 	require.Equal(t, rping.Port, 7174)
 	require.Equal(t, "required", a.mpa.crc)
 	require.Equal(t, "none", a.mpa.p2p)
-	require.Len(t, a.cfg.Options, 2, "the CRC and the RTR choice")
+	require.Len(t, a.cfg.Options, 2+3, "the CRC, the RTR choice and the server limits")
 }
 
 func TestExpandShortFlags(t *testing.T) {

@@ -121,6 +121,78 @@ func TestBench_LoopbackJSON(t *testing.T) {
 			require.Equal(t, 300.0, num(t, m, "tcp_messages"))
 			require.InEpsilon(t, num(t, m, "gbps")/num(t, m, "tcp_gbps"), num(t, m, "ratio"), 1e-9)
 			require.InEpsilon(t, num(t, m, "lat_p50_us")/num(t, m, "tcp_lat_p50_us"), num(t, m, "lat_ratio"), 1e-9)
+			require.InEpsilon(t, num(t, m, "lat_p99_us")/num(t, m, "tcp_lat_p99_us"), num(t, m, "lat_p99_ratio"), 1e-9)
+			require.Equal(t, 1.0, num(t, m, "qps"))
+			// Without CRC: FPDUs counted at both ends, none CRC-checked, and
+			// no CRC baseline.
+			require.GreaterOrEqual(t, num(t, m, "fpdus_received"), 300.0)
+			require.Zero(t, num(t, m, "crc_checked_fpdus"))
+			require.NotContains(t, m, "tcp_crc_gbps")
+			require.NotContains(t, m, "tcp_crc_ratio")
+			checkCPU(t, m, "process: client and server")
+			require.NotContains(t, m, "server_lat_cpu_us_per_rt", "one process: its total is both sides'")
+			if cpuMeasured() {
+				require.Positive(t, num(t, m, "tcp_lat_cpu_us_per_rt"))
+			}
+		})
+	}
+}
+
+// cpuMeasured reports whether this system measures the process's CPU time.
+func cpuMeasured() bool {
+	_, ok := processCPU()
+	return ok
+}
+
+// checkCPU checks the latency phase's CPU time per round trip, where the
+// system measures it: positive, and said whose it is.
+func checkCPU(t *testing.T, m map[string]any, scope string) {
+	t.Helper()
+	if !cpuMeasured() {
+		require.NotContains(t, m, "lat_cpu_us_per_rt")
+		return
+	}
+	require.Positive(t, num(t, m, "lat_cpu_us_per_rt"))
+	require.Equal(t, scope, m["lat_cpu_scope"])
+}
+
+// --qps: the bandwidth phase streams over several queue pairs at once, and
+// the baseline over as many raw TCP connections; each moves --iters
+// messages, and the figures are their sum.
+func TestBench_QPs(t *testing.T) {
+	for _, op := range []string{"write", "read", "send"} {
+		t.Run(op, func(t *testing.T) {
+			cfg := loopback(op, 3000, 100, 10)
+			cfg.QPs, cfg.CompareTCP = 5, true
+			m := runJSON(t, cfg)
+			require.Equal(t, 5.0, num(t, m, "qps"))
+			require.Equal(t, 500.0, num(t, m, "messages"))
+			require.Equal(t, 500.0, num(t, m, "tcp_messages"))
+			checkRates(t, m, "", 3000)
+			checkRates(t, m, "tcp_", 3000)
+			require.Equal(t, 10.0, num(t, m, "lat_iters"), "the latency phase runs on one")
+		})
+	}
+}
+
+// With CRC: every FPDU either end received was CRC-checked, which the
+// setup says, and the baseline runs a second time with CRC32c.
+func TestBench_CRCChecked(t *testing.T) {
+	for _, op := range []string{"write", "read", "send"} {
+		t.Run(op, func(t *testing.T) {
+			cfg := loopback(op, 4096, 200, 20)
+			cfg.CRC, cfg.CompareTCP, cfg.QPs = true, true, 2
+			m := runJSON(t, cfg)
+			fpdus := num(t, m, "fpdus_received")
+			require.GreaterOrEqual(t, fpdus, 400.0, "at least one FPDU per message")
+			require.Equal(t, fpdus, num(t, m, "crc_checked_fpdus"))
+			require.Zero(t, num(t, m, "crc_errors"))
+			require.Contains(t, m["setup"], "CRC32c on")
+			require.Contains(t, m["setup"], "; CRC checked on every FPDU received (")
+			require.Positive(t, num(t, m, "tcp_crc_gbps"))
+			require.Positive(t, num(t, m, "tcp_crc_msg_rate"))
+			require.InEpsilon(t, num(t, m, "gbps")/num(t, m, "tcp_crc_gbps"), num(t, m, "tcp_crc_ratio"), 1e-9)
+			require.InEpsilon(t, num(t, m, "gbps")/num(t, m, "tcp_gbps"), num(t, m, "ratio"), 1e-9)
 		})
 	}
 }
@@ -182,6 +254,53 @@ func TestBench_ServerAndClient(t *testing.T) {
 	require.Equal(t, int64(500), res.Messages)
 	require.Equal(t, "send", res.Op)
 	require.Nil(t, res.TCPGbps)
+}
+
+// Between processes (here a server the client does not start), each side
+// reports its own CPU time per round trip; several queue pairs need a
+// server that serves as many sessions at once, and one that serves fewer
+// refuses the rest, saying why.
+func TestBench_ServerAndClientQPs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sctx, stop := context.WithCancel(ctx)
+	addr, _, _ := serve(t, sctx, ServeConfig{MaxSessions: 3})
+	cfg := &Config{Target: addr, Op: "write", Size: 1000, Iters: 200, LatIters: 200, Window: 16, Repeat: 1, QPs: 4}
+	_, err := Run(ctx, cfg)
+	require.ErrorContains(t, err, "too many sessions: the server serves 3 at once")
+	stop()
+
+	addr, log, done := serve(t, ctx, ServeConfig{Once: true, MaxSessions: 3})
+	cfg.Target, cfg.QPs = addr, 3
+	res, err := Run(ctx, cfg)
+	require.NoError(t, err)
+	require.NoError(t, <-done, log.String())
+	require.Equal(t, int64(600), res.Messages)
+	require.Equal(t, 3, res.QPs)
+	if cpuMeasured() {
+		require.Equal(t, "client", res.LatCPUScope)
+		require.NotNil(t, res.LatCPUus)
+		require.Positive(t, *res.LatCPUus)
+		require.NotNil(t, res.ServerLatCPUus, "the server's, from its report")
+		require.Positive(t, *res.ServerLatCPUus)
+	}
+}
+
+// A session refused because the server serves as many as it may is tried
+// again: the client's run starts once the session holding the place ends.
+func TestBench_BusyServerRetried(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	addr, log, done := serve(t, ctx, ServeConfig{Once: true, MaxSessions: 1})
+	holder := conntest.DialRaw(t, addr, AppendSession(nil, Session{Phase: PhaseLatency, Op: 's', Size: 1, Window: 1}))
+	time.AfterFunc(300*time.Millisecond, func() { holder.C.Close() })
+	start := time.Now()
+	res, err := Run(ctx, &Config{Target: addr, Op: "write", Size: 64, Iters: 20, LatIters: 5, Window: 4, Repeat: 1})
+	require.NoError(t, err, log.String())
+	require.Equal(t, int64(20), res.Messages)
+	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "it waited for the place")
+	require.NoError(t, <-done)
+	require.Contains(t, log.String(), "refused", "the first tries were refused")
 }
 
 // A server without Once serves until stopped; none of these clients ends
@@ -254,6 +373,7 @@ func TestCombineRuns(t *testing.T) {
 		r := Result{Op: "write", Gbps: g, Messages: int64(g * 10), LatP50us: lat, LatP99us: 2 * lat, Repeat: 1}
 		r.TCPGbps, r.TCPLatP50us, r.TCPLatP99us = ptr(tg), ptr(tlat), ptr(2*tlat)
 		r.Ratio, r.LatRatio = ptr(g/tg), ptr(lat/tlat)
+		r.TCPCRCGbps, r.TCPCRCRatio, r.LatP99Ratio, r.LatCPUus = ptr(tg/2), ptr(2*g/tg), ptr(lat/tlat), ptr(lat/2)
 		return r
 	}
 	runs := []Result{mk(3, 10, 4, 5), mk(1, 30, 2, 10), mk(2, 20, 5, 8)}
@@ -273,6 +393,14 @@ func TestCombineRuns(t *testing.T) {
 	require.Equal(t, 0.75, *c.RatioMax)
 	require.Equal(t, 5.0, *c.TCPLatP50usMin)
 	require.Equal(t, 10.0, *c.TCPLatP50usMax)
+	require.Equal(t, 2.0, *c.TCPCRCGbps, "median of 2, 1, 2.5")
+	require.Equal(t, 1.0, *c.TCPCRCGbpsMin)
+	require.Equal(t, 1.0, *c.TCPCRCRatio, "median of 1.5, 1, 0.8")
+	require.Equal(t, 0.8, *c.TCPCRCRatioMin)
+	require.Equal(t, 1.5, *c.TCPCRCRatioMax)
+	require.Equal(t, 2.5, *c.LatP99Ratio)
+	require.Equal(t, 10.0, *c.LatCPUus, "median of 5, 15, 10")
+	require.Nil(t, c.ServerLatCPUus, "no run has it")
 	// One run is itself, without a spread.
 	one := CombineRuns(runs[:1])
 	require.Equal(t, runs[0], one)

@@ -26,7 +26,13 @@ type Config struct {
 	// Window is the number of work requests in flight in the bandwidth
 	// phase (1 to MaxWindow).
 	Window int
-	// CRC requires the MPA CRC.
+	// QPs is the number of queue pairs (connections) the bandwidth phase
+	// streams over at once, each with Window in flight and, for a counted
+	// phase, Iters messages (0 means 1; at most MaxQPs). The latency phase
+	// runs on one.
+	QPs int
+	// CRC requires the MPA CRC; with CompareTCP the baseline is also run
+	// with CRC32c computed and checked on both ends.
 	CRC bool
 	// Repeat runs everything this many times (at least once).
 	Repeat int
@@ -40,6 +46,9 @@ type Config struct {
 	Progress io.Writer
 	// Log receives the loopback server's log lines (nil: discarded).
 	Log io.Writer
+	// Options are connection options added to ConnOptions' (a logger,
+	// say), for the client's connections and a loopback server's.
+	Options []conn.Option
 
 	lastRun bool // the run in progress is the last one
 }
@@ -55,6 +64,11 @@ func ConnOptions(crc bool) []conn.Option {
 	}
 	return []conn.Option{conn.WithCRC(mode), conn.WithIRDORD(128, 128)}
 }
+
+// MaxQPs bounds Config.QPs.
+const MaxQPs = 1024
+
+func (c *Config) qps() int { return max(1, c.QPs) }
 
 // Credits of a Send stream: the receiver keeps twice the window posted
 // and returns credits in batches of a quarter of that.

@@ -36,3 +36,22 @@ func FuzzParseSession(f *testing.F) {
 		}
 	})
 }
+
+// Property: a report the client accepts encodes back to the same bytes.
+func FuzzParseReport(f *testing.F) {
+	f.Add(AppendReport(nil, Report{CRC: true, FPDUs: 16384, CPU: 3e9, CPUKnown: true, RoundTrips: 20000}))
+	f.Add(AppendReport(nil, Report{}))
+	f.Add(AppendSession(nil, Session{Phase: PhaseLatency, Op: 's', Size: 8, Window: 1}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := ParseReport(b)
+		if err != nil {
+			return
+		}
+		if r.CPU < 0 || (!r.CPUKnown && r.CPU != 0) {
+			t.Fatalf("accepted CPU time %v (known %v)", r.CPU, r.CPUKnown)
+		}
+		if got := AppendReport(nil, r); !bytes.Equal(got, b) {
+			t.Fatalf("round trip: %x → %x", b, got)
+		}
+	})
+}

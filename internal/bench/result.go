@@ -23,6 +23,24 @@ type Result struct {
 	LatP50us float64 `json:"lat_p50_us"`
 	LatP99us float64 `json:"lat_p99_us"`
 	Setup    string  `json:"setup"`
+	// QPs is the number of queue pairs (and of raw TCP connections) the
+	// bandwidth phase streamed over at once; the figures above are their
+	// sum over the phase's time.
+	QPs int `json:"qps"`
+	// What the ends of every connection of the run received: FPDUs, those
+	// of them whose CRC was checked (every FPDU of a connection that
+	// negotiated the CRC), and CRC errors (conn.QP.Stats; the server's
+	// from its report).
+	FPDUsReceived   uint64 `json:"fpdus_received"`
+	CRCCheckedFPDUs uint64 `json:"crc_checked_fpdus"`
+	CRCErrors       uint64 `json:"crc_errors"`
+	// LatCPUus is the CPU time (user and system) this process spent per
+	// round trip of the latency phase; LatCPUScope says whose: both sides
+	// in a loopback run, the client's otherwise, and then ServerLatCPUus
+	// is the server's (its process over the session).
+	LatCPUus       *float64 `json:"lat_cpu_us_per_rt,omitempty"`
+	LatCPUScope    string   `json:"lat_cpu_scope,omitempty"`
+	ServerLatCPUus *float64 `json:"server_lat_cpu_us_per_rt,omitempty"`
 
 	TCPMessages *int64   `json:"tcp_messages,omitempty"`
 	TCPBytes    *int64   `json:"tcp_bytes,omitempty"`
@@ -31,10 +49,20 @@ type Result struct {
 	TCPMsgRate  *float64 `json:"tcp_msg_rate,omitempty"`
 	TCPLatP50us *float64 `json:"tcp_lat_p50_us,omitempty"`
 	TCPLatP99us *float64 `json:"tcp_lat_p99_us,omitempty"`
-	// Ratio is ours / raw TCP bandwidth; LatRatio ours / raw TCP median
-	// latency.
-	Ratio    *float64 `json:"ratio,omitempty"`
-	LatRatio *float64 `json:"lat_ratio,omitempty"`
+	// TCPLatCPUus is the CPU time per round trip of the raw TCP ping-pong
+	// (both ends: they run in this process).
+	TCPLatCPUus *float64 `json:"tcp_lat_cpu_us_per_rt,omitempty"`
+	// The raw TCP + CRC baseline (CRC rows): the stream with CRC32c
+	// computed per 64 KiB and checked on both ends.
+	TCPCRCGbps    *float64 `json:"tcp_crc_gbps,omitempty"`
+	TCPCRCMsgRate *float64 `json:"tcp_crc_msg_rate,omitempty"`
+	// Ratio is ours / raw TCP bandwidth, TCPCRCRatio ours / raw TCP + CRC
+	// bandwidth; LatRatio ours / raw TCP median latency, LatP99Ratio the
+	// same of the 99th percentiles.
+	Ratio       *float64 `json:"ratio,omitempty"`
+	TCPCRCRatio *float64 `json:"tcp_crc_ratio,omitempty"`
+	LatRatio    *float64 `json:"lat_ratio,omitempty"`
+	LatP99Ratio *float64 `json:"lat_p99_ratio,omitempty"`
 
 	// With --repeat: how many runs, and the smallest and largest value of
 	// the main figures over them.
@@ -51,6 +79,12 @@ type Result struct {
 	RatioMax       *float64 `json:"ratio_max,omitempty"`
 	LatRatioMin    *float64 `json:"lat_ratio_min,omitempty"`
 	LatRatioMax    *float64 `json:"lat_ratio_max,omitempty"`
+	TCPCRCGbpsMin  *float64 `json:"tcp_crc_gbps_min,omitempty"`
+	TCPCRCGbpsMax  *float64 `json:"tcp_crc_gbps_max,omitempty"`
+	TCPCRCRatioMin *float64 `json:"tcp_crc_ratio_min,omitempty"`
+	TCPCRCRatioMax *float64 `json:"tcp_crc_ratio_max,omitempty"`
+	LatP99RatioMin *float64 `json:"lat_p99_ratio_min,omitempty"`
+	LatP99RatioMax *float64 `json:"lat_p99_ratio_max,omitempty"`
 }
 
 // phaseResult is what a bandwidth phase measured.
@@ -103,7 +137,24 @@ func CombineRuns(runs []Result) Result {
 		res.LatRatio = ptr(medianOf(runs, func(r *Result) *float64 { return r.LatRatio }))
 		res.LatRatioMin, res.LatRatioMax = spread(runs, func(r *Result) *float64 { return r.LatRatio })
 	}
+	res.LatP99Ratio, res.LatP99RatioMin, res.LatP99RatioMax = medianSpread(runs, func(r *Result) *float64 { return r.LatP99Ratio })
+	res.TCPCRCGbps, res.TCPCRCGbpsMin, res.TCPCRCGbpsMax = medianSpread(runs, func(r *Result) *float64 { return r.TCPCRCGbps })
+	res.TCPCRCMsgRate, _, _ = medianSpread(runs, func(r *Result) *float64 { return r.TCPCRCMsgRate })
+	res.TCPCRCRatio, res.TCPCRCRatioMin, res.TCPCRCRatioMax = medianSpread(runs, func(r *Result) *float64 { return r.TCPCRCRatio })
+	res.LatCPUus, _, _ = medianSpread(runs, func(r *Result) *float64 { return r.LatCPUus })
+	res.ServerLatCPUus, _, _ = medianSpread(runs, func(r *Result) *float64 { return r.ServerLatCPUus })
+	res.TCPLatCPUus, _, _ = medianSpread(runs, func(r *Result) *float64 { return r.TCPLatCPUus })
 	return res
+}
+
+// medianSpread is the median, smallest and largest of a figure the runs
+// may lack: all nil if none has it.
+func medianSpread(runs []Result, get func(*Result) *float64) (med, lo, hi *float64) {
+	lo, hi = spread(runs, get)
+	if lo == nil {
+		return nil, nil, nil
+	}
+	return ptr(medianOf(runs, get)), lo, hi
 }
 
 func ptr(v float64) *float64 { return &v }

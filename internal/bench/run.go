@@ -18,7 +18,7 @@ func Run(ctx context.Context, cfg *Config) (Result, error) {
 		cfg.Repeat = 1
 	}
 	if cfg.Loopback {
-		ln, err := conn.Listen(ctx, "tcp", "127.0.0.1:0", ConnOptions(cfg.CRC)...)
+		ln, err := conn.Listen(ctx, "tcp", "127.0.0.1:0", append(ConnOptions(cfg.CRC), cfg.Options...)...)
 		if err != nil {
 			return Result{}, err
 		}
@@ -28,7 +28,10 @@ func Run(ctx context.Context, cfg *Config) (Result, error) {
 		if log == nil {
 			log = io.Discard
 		}
-		go func() { srvDone <- Serve(sctx, ln, ServeConfig{Log: log}) }()
+		// Room for every queue pair of a run's bandwidth phase and of the
+		// run's before it, whose sessions may still be ending.
+		srv := ServeConfig{Log: log, MaxSessions: max(DefaultMaxSessions, 2*cfg.qps()+2)}
+		go func() { srvDone <- Serve(sctx, ln, srv) }()
 		defer func() {
 			cancel()
 			ln.Close()
@@ -53,33 +56,54 @@ func Run(ctx context.Context, cfg *Config) (Result, error) {
 
 // runOnce measures iwarp-go and, if asked, raw TCP right after it.
 func runOnce(ctx context.Context, cfg *Config) (Result, error) {
-	bw, lat, setup, err := rdmaBench(ctx, cfg)
+	rd, err := rdmaBench(ctx, cfg)
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Op: cfg.Op, Size: cfg.Size, CRC: cfg.CRC, Window: cfg.Window, LatIters: len(lat), Setup: setup, Repeat: 1}
-	res.Messages, res.Bytes, res.Seconds, res.Gbps, res.MsgRate, res.LatP50us, res.LatP99us = fillPhase(bw, lat)
+	res := Result{Op: cfg.Op, Size: cfg.Size, CRC: cfg.CRC, Window: cfg.Window, LatIters: len(rd.lat), Setup: rd.setup, Repeat: 1, QPs: cfg.qps()}
+	res.Messages, res.Bytes, res.Seconds, res.Gbps, res.MsgRate, res.LatP50us, res.LatP99us = fillPhase(rd.bw, rd.lat)
+	res.FPDUsReceived, res.CRCCheckedFPDUs, res.CRCErrors = rd.crc.fpdus, rd.crc.checked, rd.crc.errors
+	if cfg.CRC {
+		res.Setup += "; " + rd.crc.describe()
+	}
+	if res.LatCPUus = rd.latCPU; res.LatCPUus != nil {
+		res.LatCPUScope = "client"
+		if cfg.Loopback {
+			res.LatCPUScope = "process: client and server"
+		}
+	}
+	res.ServerLatCPUus = rd.serverLatCPU
 	if !cfg.CompareTCP {
 		return res, nil
 	}
-	tbw, tlat, err := tcpBench(ctx, cfg)
+	tr, err := tcpBench(ctx, cfg)
 	if err != nil {
 		return Result{}, err
 	}
 	var t Result
-	t.Messages, t.Bytes, t.Seconds, t.Gbps, t.MsgRate, t.LatP50us, t.LatP99us = fillPhase(tbw, tlat)
+	t.Messages, t.Bytes, t.Seconds, t.Gbps, t.MsgRate, t.LatP50us, t.LatP99us = fillPhase(tr.bw, tr.lat)
 	res.TCPMessages, res.TCPBytes, res.TCPSeconds = &t.Messages, &t.Bytes, &t.Seconds
 	res.TCPGbps, res.TCPMsgRate = &t.Gbps, &t.MsgRate
-	if len(tlat) > 0 {
+	if len(tr.lat) > 0 {
 		res.TCPLatP50us, res.TCPLatP99us = &t.LatP50us, &t.LatP99us
+		res.TCPLatCPUus = tr.latCPU
 	}
 	if t.Gbps > 0 {
-		r := res.Gbps / t.Gbps
-		res.Ratio = &r
+		res.Ratio = ptr(res.Gbps / t.Gbps)
 	}
-	if len(lat) > 0 && t.LatP50us > 0 {
-		r := res.LatP50us / t.LatP50us
-		res.LatRatio = &r
+	if cfg.CRC {
+		var c Result
+		_, _, _, c.Gbps, c.MsgRate, _, _ = fillPhase(tr.crc, nil)
+		res.TCPCRCGbps, res.TCPCRCMsgRate = &c.Gbps, &c.MsgRate
+		if c.Gbps > 0 {
+			res.TCPCRCRatio = ptr(res.Gbps / c.Gbps)
+		}
+	}
+	if len(rd.lat) > 0 && t.LatP50us > 0 {
+		res.LatRatio = ptr(res.LatP50us / t.LatP50us)
+	}
+	if len(rd.lat) > 0 && t.LatP99us > 0 {
+		res.LatP99Ratio = ptr(res.LatP99us / t.LatP99us)
 	}
 	return res, nil
 }

@@ -28,6 +28,10 @@ type ServeConfig struct {
 	MaxSessions int
 }
 
+// busyReject starts the private data of the reject of a session beyond
+// MaxSessions.
+const busyReject = "too many sessions"
+
 // DefaultMaxSessions is ServeConfig.MaxSessions' default. A client runs
 // one session at a time; the rest of the room is for clients that do
 // not end theirs.
@@ -70,7 +74,7 @@ func Serve(ctx context.Context, ln *conn.Listener, cfg ServeConfig) error {
 		select {
 		case slots <- struct{}{}:
 		default:
-			req.Reject(ctx, []byte("too many sessions"))
+			req.Reject(ctx, fmt.Appendf(nil, "%s: the server serves %d at once", busyReject, cfg.MaxSessions))
 			logf("refused %v: %d sessions in progress", req.RemoteAddr(), cfg.MaxSessions)
 			continue
 		}
@@ -95,6 +99,10 @@ type serverQP struct {
 	qp     *conn.QP
 	w      *waiter.Waiter
 	region *conn.MR
+	report *conn.MR // the report's source
+	cpu    cpuMeter // from the session's first message
+	timing bool     // cpu runs
+	rts    uint64   // latency messages answered
 }
 
 // serveSession accepts the session's connection and answers it until the
@@ -104,7 +112,8 @@ func serveSession(ctx context.Context, req *conn.ConnRequest, s Session) (err er
 	if s.Op == 's' && s.Phase == PhaseBandwidth {
 		recvs = int(s.Credits)
 	}
-	sendDepth := max(recvs, 16)
+	// Room for the report beside what the session keeps in flight.
+	sendDepth := max(recvs, 16) + 1
 	pd := conn.NewPD()
 	cq := conn.NewCQ(2 * (recvs + sendDepth))
 	qp, err := pd.NewQP(cq, conn.QPCaps{SendDepth: sendDepth, RecvDepth: recvs})
@@ -123,6 +132,9 @@ func serveSession(ctx context.Context, req *conn.ConnRequest, s Session) (err er
 	}()
 	b := &serverQP{qp: qp, w: waiter.New(cq, qp)}
 	b.region, err = pd.Register(make([]byte, s.Size), conn.LocalWrite|conn.RemoteWrite|conn.RemoteRead)
+	if err == nil {
+		b.report, err = pd.Register(make([]byte, reportLen), 0)
+	}
 	if err != nil {
 		req.Reject(ctx, nil)
 		return err
@@ -146,14 +158,49 @@ func serveSession(ctx context.Context, req *conn.ConnRequest, s Session) (err er
 	case s.Phase == PhaseLatency && s.Op != 'r':
 		err = b.echo(ctx, s)
 	default:
-		// RDMA Write and Read need nothing from this side's program.
-		select {
-		case <-qp.Done():
-			err = waiter.ErrEnded
-		case <-ctx.Done():
-		}
+		// RDMA Write and Read need nothing from this side's program
+		// but the report.
+		b.startCPU()
+		err = b.reportOnly(ctx)
 	}
 	return b.outcome(ctx, err)
+}
+
+func (b *serverQP) startCPU() {
+	if !b.timing {
+		b.cpu, b.timing = startCPU(), true
+	}
+}
+
+// sendReport answers the client's request for a report: what this end
+// received, and the CPU time since the session's first message.
+func (b *serverQP) sendReport() error {
+	rx := receivedBy(b.qp)
+	r := Report{CRC: rx.crc, FPDUs: rx.fpdus, CRCErrors: rx.crcErrors, RoundTrips: b.rts}
+	if b.timing {
+		r.CPU, r.CPUKnown = b.cpu.elapsed()
+	}
+	copy(b.report.Bytes(), AppendReport(nil, r))
+	// Unsignalled: nothing waits for its completion.
+	return b.qp.PostSend(conn.SendWR{Op: conn.OpSend, SGL: []conn.SGE{b.report.SGE(0, reportLen)}})
+}
+
+// reportOnly serves a Write or Read stream: it answers the report
+// request, then waits for the client to close.
+func (b *serverQP) reportOnly(ctx context.Context) error {
+	for {
+		wcs, err := b.poll(ctx)
+		if err != nil {
+			return err
+		}
+		for i := range wcs {
+			if isReportRequest(&wcs[i]) {
+				if err := b.sendReport(); err != nil {
+					return err
+				}
+			}
+		}
+	}
 }
 
 // outcome turns the error a session ended with into its result: the
@@ -198,15 +245,21 @@ func (b *serverQP) returnCredits(ctx context.Context, s Session) error {
 			return err
 		}
 		solicited := false
-		for _, wc := range wcs {
-			switch wc.Op {
-			case conn.WCRecv:
+		for i := range wcs {
+			wc := &wcs[i]
+			switch {
+			case isReportRequest(wc):
+				if err := b.sendReport(); err != nil {
+					return err
+				}
+			case wc.Op == conn.WCRecv:
+				b.startCPU()
 				if err := b.qp.PostRecv(conn.RecvWR{SGL: rsgl}); err != nil {
 					return err
 				}
 				pending++
 				solicited = solicited || wc.Flags&conn.WCSolicited != 0
-			case conn.WCSend:
+			case wc.Op == conn.WCSend:
 				done++
 			}
 		}
@@ -251,10 +304,18 @@ func (b *serverQP) echo(ctx context.Context, s Session) error {
 		if err != nil {
 			return err
 		}
-		for _, wc := range wcs {
-			if wc.Op != conn.WCRecv {
+		for i := range wcs {
+			wc := &wcs[i]
+			switch {
+			case wc.Op != conn.WCRecv:
+				continue
+			case isReportRequest(wc):
+				if err := b.sendReport(); err != nil {
+					return err
+				}
 				continue
 			}
+			b.startCPU()
 			if err := b.qp.PostRecv(conn.RecvWR{SGL: rsgl}); err != nil {
 				return err
 			}
@@ -263,6 +324,7 @@ func (b *serverQP) echo(ctx context.Context, s Session) error {
 			if _, err := b.qp.PostSendBatch(answer); err != nil {
 				return err
 			}
+			b.rts++
 		}
 	}
 }

@@ -14,8 +14,10 @@ import (
 // on set-up.
 
 const (
-	magic      = "iwpb"
-	version    = 1
+	magic = "iwpb"
+	// version 2: the client asks for the server's report at the end of a
+	// session (report.go).
+	version    = 2
 	sessionLen = 40
 	replyLen   = 20
 

@@ -73,59 +73,100 @@ func closeOnDone(ctx context.Context, cs ...net.Conn) func() {
 	return func() { stop() }
 }
 
-// tcpStream measures size-byte messages in one direction: the stream a
-// Write or Read stream moves. The sender half-closes after its last
-// message and waits for the receiver's one-byte acknowledgement, so the
-// time covers the arrival of every byte, as the Read behind an RDMA Write
-// stream does.
-func tcpStream(ctx context.Context, cfg *Config, prog *progress.Line) (phaseResult, error) {
+// tcpStream is one connection of the baseline of a Write or Read stream:
+// size-byte messages in one direction. The sender half-closes after its
+// last message and waits for the receiver's one-byte acknowledgement, so
+// the time covers the arrival of every byte, as the Read behind an RDMA
+// Write stream does. With crc, the messages carry CRC32c (crcSender,
+// crcReceiver).
+type tcpStream struct {
+	cfg      *Config
+	crc      bool
+	c, s     net.Conn
+	src      net.Conn
+	stop     func()
+	recvDone chan error
+}
+
+// newTCPStream connects a stream and starts its receiver, which waits for
+// the first message.
+func newTCPStream(ctx context.Context, cfg *Config, crc bool) (*tcpStream, error) {
 	c, s, err := tcpPair(ctx)
 	if err != nil {
-		return phaseResult{}, err
+		return nil, err
 	}
-	defer c.Close()
-	defer s.Close()
-	defer closeOnDone(ctx, c, s)()
+	t := &tcpStream{cfg: cfg, crc: crc, c: c, s: s, stop: closeOnDone(ctx, c, s), recvDone: make(chan error, 1)}
 	// For a Read stream the data flows from the server to the client.
 	src, dst := c, s
 	if cfg.Op == "read" {
 		src, dst = s, c
 	}
-	recvDone := make(chan error, 1)
+	t.src = src
 	go func() {
 		buf := make([]byte, cfg.Size)
 		r := bufferedReader(dst)
+		var cr *crcReceiver
+		if crc {
+			cr = newCRCReceiver(r, cfg.Size)
+		}
 		for {
-			if _, err := io.ReadFull(r, buf); err != nil {
+			var err error
+			if cr != nil {
+				err = cr.read(buf)
+			} else {
+				_, err = io.ReadFull(r, buf)
+			}
+			if err != nil {
 				if err == io.EOF {
 					_, err = dst.Write([]byte{1})
 				}
-				recvDone <- err
+				t.recvDone <- err
 				return
 			}
 		}
 	}()
+	return t, nil
+}
+
+func (t *tcpStream) close() {
+	t.stop()
+	t.c.Close()
+	t.s.Close()
+}
+
+// run sends the stream from start on.
+func (t *tcpStream) run(start time.Time, prog *progress.Line) (phaseResult, error) {
+	cfg := t.cfg
 	buf := make([]byte, cfg.Size)
 	fill(buf)
-	start := time.Now()
+	var cs *crcSender
+	if t.crc {
+		cs = newCRCSender(buf, 0)
+	}
 	stop := newStopper(cfg, start)
 	var n int64
 	for last := false; !last; n++ {
 		last = stop.last(n)
-		if _, err := src.Write(buf); err != nil {
+		var err error
+		if cs != nil {
+			err = cs.write(t.src)
+		} else {
+			_, err = t.src.Write(buf)
+		}
+		if err != nil {
 			return phaseResult{}, err
 		}
 		prog.Add(1)
 	}
-	if err := src.(*net.TCPConn).CloseWrite(); err != nil {
+	if err := t.src.(*net.TCPConn).CloseWrite(); err != nil {
 		return phaseResult{}, err
 	}
 	var ack [1]byte
-	if _, err := io.ReadFull(src, ack[:]); err != nil {
+	if _, err := io.ReadFull(t.src, ack[:]); err != nil {
 		return phaseResult{}, fmt.Errorf("waiting for the receiver: %w", err)
 	}
 	elapsed := time.Since(start)
-	if err := <-recvDone; err != nil {
+	if err := <-t.recvDone; err != nil {
 		return phaseResult{}, err
 	}
 	return phaseResult{messages: n, bytes: n * int64(cfg.Size), elapsed: elapsed}, nil
@@ -135,82 +176,110 @@ func tcpStream(ctx context.Context, cfg *Config, prog *progress.Line) (phaseResu
 // the Solicited Event flag's counterpart.
 const tcpSolicited = 1 << 31
 
-// tcpMessages is the baseline of a Send stream: each message carries a
-// 4-byte length prefix and goes out in one Write with it, and the same
-// credit scheme as streamSend runs over the reverse direction (credits,
-// batch and the solicited flag alike).
-func tcpMessages(ctx context.Context, cfg *Config, prog *progress.Line) (phaseResult, error) {
+// tcpMessages is one connection of the baseline of a Send stream: each
+// message carries a 4-byte length prefix and goes out in one Write with it
+// (with crc: and its CRC32c sums, in one writev), and the same credit scheme as streamSend runs over the reverse
+// direction (credits, batch and the solicited flag alike).
+type tcpMessages struct {
+	cfg       *Config
+	crc       bool
+	c, s      net.Conn
+	stop      func()
+	wg        sync.WaitGroup
+	recvErr   chan error
+	creditErr chan error
+	credits   atomic.Int64
+	returned  chan struct{}
+}
+
+// newTCPMessages connects a Send stream and starts its receiver and the
+// sender's credit reader, which wait for the first message.
+func newTCPMessages(ctx context.Context, cfg *Config, crc bool) (*tcpMessages, error) {
 	c, s, err := tcpPair(ctx)
 	if err != nil {
-		return phaseResult{}, err
+		return nil, err
 	}
-	total := int64(cfg.credits())
+	t := &tcpMessages{cfg: cfg, crc: crc, c: c, s: s, stop: closeOnDone(ctx, c, s),
+		recvErr: make(chan error, 1), creditErr: make(chan error, 1), returned: make(chan struct{}, 1)}
 	batch := int(cfg.creditBatch())
-	var wg sync.WaitGroup
-	defer func() {
-		c.Close()
-		s.Close()
-		wg.Wait()
-	}()
-	defer closeOnDone(ctx, c, s)()
-	recvErr := make(chan error, 1)
-	wg.Add(1)
+	t.credits.Store(int64(cfg.credits()))
+	t.wg.Add(2)
 	go func() { // the receiver
-		defer wg.Done()
+		defer t.wg.Done()
 		var hdr, credit [4]byte
 		buf := make([]byte, cfg.Size)
 		r := bufferedReader(s)
+		var cr *crcReceiver
+		if crc {
+			cr = newCRCReceiver(r, cfg.Size)
+		}
 		pending := 0
 		for {
 			if _, err := io.ReadFull(r, hdr[:]); err != nil {
 				if err == io.EOF {
 					err = nil
 				}
-				recvErr <- err
+				t.recvErr <- err
 				return
 			}
 			h := binary.BigEndian.Uint32(hdr[:])
-			if _, err := io.ReadFull(r, buf[:h&^tcpSolicited]); err != nil {
-				recvErr <- err
+			msg := buf[:min(int(h&^tcpSolicited), len(buf))]
+			var err error
+			if cr != nil {
+				err = noEOF(cr.read(msg))
+			} else {
+				_, err = io.ReadFull(r, msg)
+			}
+			if err != nil {
+				t.recvErr <- err
 				return
 			}
 			pending++
 			if pending >= batch || h&tcpSolicited != 0 {
 				binary.BigEndian.PutUint32(credit[:], uint32(pending))
 				if _, err := s.Write(credit[:]); err != nil {
-					recvErr <- err
+					t.recvErr <- err
 					return
 				}
 				pending = 0
 			}
 		}
 	}()
-	var credits atomic.Int64
-	credits.Store(total)
-	returned := make(chan struct{}, 1)
-	creditErr := make(chan error, 1)
-	wg.Add(1)
 	go func() { // the sender's credit reader
-		defer wg.Done()
+		defer t.wg.Done()
 		var credit [4]byte
 		r := bufferedReader(c)
 		for {
 			if _, err := io.ReadFull(r, credit[:]); err != nil {
-				creditErr <- err
+				t.creditErr <- err
 				return
 			}
-			credits.Add(int64(binary.BigEndian.Uint32(credit[:])))
+			t.credits.Add(int64(binary.BigEndian.Uint32(credit[:])))
 			select {
-			case returned <- struct{}{}:
+			case t.returned <- struct{}{}:
 			default:
 			}
 		}
 	}()
+	return t, nil
+}
+
+func (t *tcpMessages) close() {
+	t.stop()
+	t.c.Close()
+	t.s.Close()
+	t.wg.Wait()
+}
+
+// run sends the stream from start on.
+func (t *tcpMessages) run(ctx context.Context, start time.Time, prog *progress.Line) (phaseResult, error) {
+	cfg := t.cfg
+	total := int64(cfg.credits())
 	waitCredits := func(cond func() bool) error {
 		for !cond() {
 			select {
-			case <-returned:
-			case err := <-creditErr:
+			case <-t.returned:
+			case err := <-t.creditErr:
 				return fmt.Errorf("credit messages: %w", err)
 			case <-ctx.Done():
 				return ctx.Err()
@@ -218,52 +287,92 @@ func tcpMessages(ctx context.Context, cfg *Config, prog *progress.Line) (phaseRe
 		}
 		return nil
 	}
-
 	msg := make([]byte, 4+cfg.Size)
 	fill(msg[4:])
-	start := time.Now()
+	var cs *crcSender
+	if t.crc {
+		cs = newCRCSender(msg, 4)
+	}
 	stop := newStopper(cfg, start)
 	var n int64
 	for last := false; !last; n++ {
-		if err := waitCredits(func() bool { return credits.Load() > 0 }); err != nil {
+		if err := waitCredits(func() bool { return t.credits.Load() > 0 }); err != nil {
 			return phaseResult{}, err
 		}
 		last = stop.last(n)
 		h := uint32(cfg.Size)
-		if credits.Load() == 1 || last {
+		if t.credits.Load() == 1 || last {
 			h |= tcpSolicited
 		}
 		binary.BigEndian.PutUint32(msg, h)
-		credits.Add(-1)
-		if _, err := c.Write(msg); err != nil {
+		t.credits.Add(-1)
+		var err error
+		if cs != nil {
+			err = cs.write(t.c)
+		} else {
+			_, err = t.c.Write(msg)
+		}
+		if err != nil {
 			return phaseResult{}, err
 		}
 		prog.Add(1)
 	}
-	if err := waitCredits(func() bool { return credits.Load() == total }); err != nil {
+	if err := waitCredits(func() bool { return t.credits.Load() == total }); err != nil {
 		return phaseResult{}, err
 	}
 	elapsed := time.Since(start)
 	// Stop both goroutines: the sender's FIN ends the receiver, whose
 	// FIN ends the credit reader.
-	c.(*net.TCPConn).CloseWrite()
-	if err := <-recvErr; err != nil {
+	t.c.(*net.TCPConn).CloseWrite()
+	if err := <-t.recvErr; err != nil {
 		return phaseResult{}, err
 	}
-	s.(*net.TCPConn).CloseWrite()
-	if err := <-creditErr; err != nil && !errors.Is(err, io.EOF) {
+	t.s.(*net.TCPConn).CloseWrite()
+	if err := <-t.creditErr; err != nil && !errors.Is(err, io.EOF) {
 		return phaseResult{}, err
 	}
 	return phaseResult{messages: n, bytes: n * int64(cfg.Size), elapsed: elapsed}, nil
 }
 
+// tcpStreams is the baseline of a bandwidth phase: cfg.QPs connections,
+// set up first, then streaming at once (together). With crc each carries
+// CRC32c per 64 KiB, computed and checked on both ends.
+func tcpStreams(ctx context.Context, cfg *Config, crc bool, prog *progress.Line) (phaseResult, error) {
+	type link struct {
+		run   func(start time.Time) (phaseResult, error)
+		close func()
+	}
+	links := make([]link, 0, cfg.qps())
+	defer func() {
+		for _, l := range links {
+			l.close()
+		}
+	}()
+	for range cfg.qps() {
+		if cfg.Op == "send" {
+			t, err := newTCPMessages(ctx, cfg, crc)
+			if err != nil {
+				return phaseResult{}, err
+			}
+			links = append(links, link{func(start time.Time) (phaseResult, error) { return t.run(ctx, start, prog) }, t.close})
+		} else {
+			t, err := newTCPStream(ctx, cfg, crc)
+			if err != nil {
+				return phaseResult{}, err
+			}
+			links = append(links, link{func(start time.Time) (phaseResult, error) { return t.run(start, prog) }, t.close})
+		}
+	}
+	return together(len(links), func(i int, start time.Time) (phaseResult, error) { return links[i].run(start) })
+}
+
 // tcpPingPong is the baseline of pingPong: size bytes answered by size
 // bytes (Send and Write), or a 28-byte request — an RDMA Read Request's
 // size — answered by size bytes (Read).
-func tcpPingPong(ctx context.Context, cfg *Config, prog *progress.Line) ([]time.Duration, error) {
+func tcpPingPong(ctx context.Context, cfg *Config, prog *progress.Line) ([]time.Duration, *float64, error) {
 	c, s, err := tcpPair(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer c.Close()
 	defer s.Close()
@@ -295,18 +404,23 @@ func tcpPingPong(ctx context.Context, cfg *Config, prog *progress.Line) ([]time.
 	resp := make([]byte, cfg.Size)
 	r := bufferedReader(c)
 	samples := make([]time.Duration, 0, cfg.latSamplesHint())
+	var cpu cpuClock
 	start := time.Now()
 	stop := cfg.latStopper(start)
 	for i := int64(0); ; i++ {
 		t := time.Now()
+		counted := !cfg.warmingUp(i, start, t)
+		if counted {
+			t = cpu.begin(t)
+		}
 		if _, err := c.Write(req); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if _, err := io.ReadFull(r, resp); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		d := time.Since(t)
-		if !cfg.warmingUp(i, start, t) {
+		if counted {
 			samples = append(samples, d)
 			prog.Add(1)
 		}
@@ -314,33 +428,48 @@ func tcpPingPong(ctx context.Context, cfg *Config, prog *progress.Line) ([]time.
 			break
 		}
 	}
+	perRT := cpu.perRoundTrip(len(samples))
 	c.(*net.TCPConn).CloseWrite()
 	if err := <-echoDone; err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return samples, nil
+	return samples, perRT, nil
 }
 
-// tcpBench runs the baseline's two phases.
-func tcpBench(ctx context.Context, cfg *Config) (bw phaseResult, lat []time.Duration, err error) {
-	prog := progress.Start(cfg.Progress, fmt.Sprintf("raw TCP %s %s", cfg.Op, units.Bytes(int64(cfg.Size))), cfg.Iters, cfg.Duration)
-	if cfg.Op == "send" {
-		bw, err = tcpMessages(ctx, cfg, prog)
-	} else {
-		bw, err = tcpStream(ctx, cfg, prog)
-	}
+// tcpResult is what the baseline measured: the stream, the stream with
+// CRC32c (with cfg.CRC), the ping-pong and the CPU time of its round trips.
+type tcpResult struct {
+	bw, crc phaseResult
+	lat     []time.Duration
+	latCPU  *float64
+}
+
+// tcpBench runs the baseline's phases: the stream over cfg.QPs
+// connections, with cfg.CRC the same with CRC32c, then the ping-pong.
+func tcpBench(ctx context.Context, cfg *Config) (res tcpResult, err error) {
+	label := fmt.Sprintf("raw TCP %s %s", cfg.Op, units.Bytes(int64(cfg.Size)))
+	prog := progress.Start(cfg.Progress, label, cfg.Iters*cfg.qps(), cfg.Duration)
+	res.bw, err = tcpStreams(ctx, cfg, false, prog)
 	prog.Finish()
 	if err != nil {
-		return bw, nil, fmt.Errorf("raw TCP stream: %w", err)
+		return res, fmt.Errorf("raw TCP stream: %w", err)
+	}
+	if cfg.CRC {
+		prog = progress.Start(cfg.Progress, label+" with CRC32c", cfg.Iters*cfg.qps(), cfg.Duration)
+		res.crc, err = tcpStreams(ctx, cfg, true, prog)
+		prog.Finish()
+		if err != nil {
+			return res, fmt.Errorf("raw TCP stream with CRC32c: %w", err)
+		}
 	}
 	if !cfg.hasLatency() {
-		return bw, nil, nil
+		return res, nil
 	}
-	prog = progress.Start(cfg.Progress, fmt.Sprintf("raw TCP %s %s latency", cfg.Op, units.Bytes(int64(cfg.Size))), cfg.LatIters, cfg.latDuration())
-	lat, err = tcpPingPong(ctx, cfg, prog)
+	prog = progress.Start(cfg.Progress, label+" latency", cfg.LatIters, cfg.latDuration())
+	res.lat, res.latCPU, err = tcpPingPong(ctx, cfg, prog)
 	prog.Finish()
 	if err != nil {
-		return bw, nil, fmt.Errorf("raw TCP ping-pong: %w", err)
+		return res, fmt.Errorf("raw TCP ping-pong: %w", err)
 	}
-	return bw, lat, nil
+	return res, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/conn"
@@ -55,6 +56,8 @@ type Config struct {
 	Pcap string
 	// Out receives the demo's account of each step.
 	Out io.Writer
+	// Options are connection options for both ends (a logger, say).
+	Options []conn.Option
 
 	hooks hooks // tests only
 }
@@ -316,7 +319,8 @@ func (c *demoClient) readFence(ctx context.Context) error {
 // Run runs the whole demonstration and writes its account to cfg.Out: a
 // client and a server in this process over loopback TCP, Send/Receive
 // both ways, an RDMA Write and an RDMA Read of a 1 MiB region, streams of
-// each, and a ping-pong, with every byte checked.
+// each, a ping-pong, and a durable write into a file served as remote
+// persistent memory, with every byte checked.
 func Run(ctx context.Context, cfg Config) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -331,7 +335,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}()
 
-	ln, err := conn.Listen(ctx, "tcp", "127.0.0.1:0")
+	ln, err := conn.Listen(ctx, "tcp", "127.0.0.1:0", cfg.Options...)
 	if err != nil {
 		return err
 	}
@@ -369,7 +373,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return fmt.Errorf("%s: %w", step, err)
 	}
 
-	var opts []conn.Option
+	opts := slices.Clone(cfg.Options)
 	if tap != nil {
 		opts = append(opts, conn.WithTap(tap))
 	}
@@ -477,6 +481,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	p50, p99 := units.Latency(samples)
 	fmt.Fprintf(out, "\nlatency: %d round trips of an 8-byte Send answered by an 8-byte Send\n", pings)
 	fmt.Fprintf(out, "  median %s, 99th percentile %s\n", units.Duration(p50), units.Duration(p99))
+
+	// 6. A durable write: a file served as remote persistent memory.
+	n, err := durable(ctx, out)
+	if err != nil {
+		return fail("durable write", err)
+	}
+	moved += n
 
 	// Goodbye: the server ends its loop; both sides close.
 	if err := cli.send(ctx, msgBye); err != nil {

@@ -29,6 +29,8 @@ func TestDemo_RunsAndVerifies(t *testing.T) {
 		"rdma write  64 MiB in ",
 		"rdma read   64 MiB in ",
 		"latency: 2000 round trips",
+		"durable write: a pmemsink region, ",
+		"  write + flush  client -> sink      4 KiB  flush-extension, ",
 		"OK: 130.0 MiB moved, every byte verified",
 	} {
 		require.Contains(t, o, want)

@@ -211,7 +211,7 @@ func (d *mpaDemo) basics(ctx context.Context) error {
 
 func (d *mpaDemo) markers(ctx context.Context) error {
 	d.say("")
-	d.say("3. Markers (RFC 5044 §5), asked for by both sides")
+	d.say("3. Markers (RFC 5044 §4.3), asked for by both sides")
 	cfg := func() *mpa.Config { return &mpa.Config{RequestMarkers: true, IRD: 1, ORD: 1} }
 	p, err := d.connect(ctx, cfg(), cfg(), nil, func(*mpa.Request) ([]byte, error) { return nil, nil })
 	if err != nil {

@@ -89,6 +89,9 @@ type Config struct {
 	Out, Err io.Writer
 	// Ready, if not nil, is told a server's listening address.
 	Ready func(net.Addr)
+	// Listening, if not nil, is given a server's listener once it listens:
+	// a metrics endpoint reports what the listener turns away.
+	Listening func(*conn.Listener)
 }
 
 // ErrFailed: the run did not have the outcome asked for; the output says

@@ -161,6 +161,9 @@ func serve(ctx context.Context, cfg *session) bool {
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr())
 	}
+	if cfg.Listening != nil {
+		cfg.Listening(ln)
+	}
 	wctx, cancel := context.WithTimeout(ctx, cfg.Wait)
 	req, err := ln.AcceptRequest(wctx)
 	cancel()

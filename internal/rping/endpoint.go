@@ -46,6 +46,9 @@ type Config struct {
 	Out, Err io.Writer
 	// Ready, if not nil, is told a server's listening address.
 	Ready func(net.Addr)
+	// Listening, if not nil, is given a server's listener once it listens:
+	// a metrics endpoint reports what the listener turns away.
+	Listening func(*conn.Listener)
 }
 
 // Check applies rping's limits, and words its refusals as rping does.

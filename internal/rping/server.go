@@ -38,6 +38,9 @@ func Serve(ctx context.Context, cfg *Config) error {
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr())
 	}
+	if cfg.Listening != nil {
+		cfg.Listening(ln)
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds everything the siw peer needs into a cache outside the clone:
 #   Debian kernel + out-of-tree siw.ko (stock and "knobs" variant), rdma-core
-#   userspace, the C test program, the guest agent and a busybox initramfs.
+#   and librpma userspace, the C test program, the librpma client, the guest
+#   agent and a busybox initramfs.
 # Every step is keyed by the versions it depends on and published by rename,
 # so an interrupted build is never mistaken for a finished one and a warm
 # cache makes the whole script take seconds.
@@ -23,15 +24,21 @@ log() { printf '[build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf 'build.sh: %s\n' "$*" >&2; exit 1; }
 
 # Userspace for the guest; the -dev packages are only unpacked to compile the
-# C test program against the very libraries the guest runs.
+# C programs against the very libraries the guest runs. Debian 12 names
+# librpma 1.2.0's runtime package librpma0. e2fsprogs gives mke2fs for the
+# ext4 file system on the guest's pmem device.
 USER_PKGS=(ibverbs-providers libibverbs1 librdmacm1 rdmacm-utils ibverbs-utils perftest
-  iproute2 tcpdump busybox-static libgcc-s1 libibverbs-dev librdmacm-dev)
+  iproute2 tcpdump busybox-static libgcc-s1 libibverbs-dev librdmacm-dev
+  librpma0 librpma-dev e2fsprogs)
 # Guest binaries copied into the initramfs (with their shared-library closure).
 GUEST_BINS=(ip rdma tcpdump rping ucmatose udaddy ibv_devices ibv_devinfo ibv_rc_pingpong
-  ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat)
-# Kernel modules whose modprobe closure goes into the initramfs.
+  ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat mke2fs)
+# Kernel modules whose modprobe closure goes into the initramfs. nd_e820
+# turns the memmap=…!… range into a legacy pmem region, nd_pmem makes it
+# /dev/pmem0, ext4 mounts it with -o dax (the DAX scenario loads them; the
+# boot does not).
 GUEST_MODS=(siw ib_uverbs rdma_ucm crc32c_generic crc32c_intel libcrc32c virtio_net virtio_pci
-  9p 9pnet_virtio af_packet)
+  9p 9pnet_virtio af_packet nd_e820 nd_pmem ext4)
 # siw_main.c constants turned into module parameters in the "knobs" build.
 KNOB_BOOLS=(mpa_crc_required mpa_crc_strict peer_to_peer try_gso siw_tcp_nagle)
 
@@ -208,15 +215,25 @@ build_userspace() {
   rm -rf "$UROOT" && mv "$UROOT.tmp" "$UROOT"
 }
 
-build_cprog() {
-  local ckey
-  ckey=$( (cat "$HERE"/cprog/*.c "$HERE"/cprog/Makefile; echo "$UROOT") | hash_of)
-  CPROG=$LAB/cprog/$ckey/iwtest
-  [ -x "$CPROG" ] && return 0
-  log "building the C test program"
-  mkdir -p "$(dirname "$CPROG")"
-  make -s -C "$HERE/cprog" SYSROOT="$UROOT" OUT="$CPROG.tmp" >&2 || die "C test program build failed"
-  mv "$CPROG.tmp" "$CPROG"
+# Builds the C program of folder $1 (its *.c and Makefile, against the
+# userspace tree) into the cache unless there; prints its path.
+build_c() {
+  local dir=$1 name=$2 key out
+  key=$( (cat "$HERE/$dir"/*.c "$HERE/$dir/Makefile" "$HERE/cprog/sysroot.mk"; echo "$UROOT") | hash_of)
+  out=$LAB/$dir/$key/$name
+  if [ ! -x "$out" ]; then
+    log "building $name"
+    mkdir -p "$(dirname "$out")"
+    make -s -C "$HERE/$dir" SYSROOT="$UROOT" OUT="$out.tmp" >&2 || die "$name build failed"
+    mv "$out.tmp" "$out"
+  fi
+  printf '%s\n' "$out"
+}
+
+# The C test program and the librpma client.
+build_cprogs() {
+  CPROG=$(build_c cprog iwtest)
+  RPMACLIENT=$(build_c rpmaclient rpmaclient)
 }
 
 build_agent() {
@@ -269,7 +286,7 @@ copy_elf() {
 
 build_initramfs() {
   local ikey
-  ikey=$( (echo "$KDIR $UROOT $CPROG"; cat "$HERE/guest/init"; printf '%s\n' "${GUEST_BINS[@]}" "${GUEST_MODS[@]}") | hash_of)
+  ikey=$( (echo "$KDIR $UROOT $CPROG $RPMACLIENT"; cat "$HERE/guest/init"; printf '%s\n' "${GUEST_BINS[@]}" "${GUEST_MODS[@]}") | hash_of)
   IMG=$LAB/image/$ikey
   [ -e "$IMG/initrd.cpio" ] && return 0
   log "building the initramfs"
@@ -291,8 +308,14 @@ build_initramfs() {
     copy_elf "$p"
   done
   mkdir -p "$IR/usr/local/bin"
+  local prog
   cp "$CPROG" "$IR/usr/local/bin/iwtest"
-  for lib in $(readelf -d "$CPROG" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do copy_elf "$(find_lib "$lib")"; done
+  cp "$RPMACLIENT" "$IR/usr/local/bin/rpmaclient"
+  for prog in "$CPROG" "$RPMACLIENT"; do
+    for lib in $(readelf -d "$prog" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do copy_elf "$(find_lib "$lib")"; done
+  done
+  # mke2fs reads its defaults (4 KiB blocks, ext4's features) from here.
+  cp "$(in_root /etc/mke2fs.conf)" "$IR/etc/mke2fs.conf"
   # Verbs providers are dlopen()ed: the siw one and its drivers file, plus
   # libgcc_s, which glibc dlopen()s on thread exit (rping aborts without it).
   copy_elf "/usr/lib/$ARCH/libibverbs/libsiw-rdmav34.so"
@@ -342,7 +365,9 @@ write_env() {
     echo "SIW_INITRD=$IMG/initrd.cpio"
     echo "SIW_AGENT=$AGENT"
     echo "SIW_IWTEST=$CPROG"
+    echo "SIW_RPMACLIENT=$RPMACLIENT"
     echo "SIW_USERROOT=$UROOT"
+    echo "SIW_KNOBS=$(IFS=,; echo "${KNOB_BOOLS[*]},mpa_version")"
   } >"$tmp"
   mv "$tmp" "$LAB/current.env"
   echo "$LAB/current.env"
@@ -355,7 +380,7 @@ main() {
   resolve_kernel
   build_kernel
   build_userspace
-  build_cprog
+  build_cprogs
   build_agent
   build_initramfs
   write_env

@@ -31,30 +31,6 @@ func iwtestPair(t *testing.T, ctx context.Context, srvArgs, cliArgs string, time
 		sres.Stdout + sres.Stderr, cres.Stdout + cres.Stderr
 }
 
-// requireAllOK checks that a side printed one ok RESULT line for every
-// test, size and direction, and a matching SUMMARY.
-func requireAllOK(t *testing.T, out string, tests []string, sizes []string) {
-	t.Helper()
-	rows := conntest.Lines(out, "RESULT")
-	require.Len(t, rows, len(tests)*len(sizes)*2, out)
-	seen := map[string]bool{}
-	for _, r := range rows {
-		assert.Equal(t, "ok", r["status"], "%v\n%s", r, out)
-		seen[r["test"]+"/"+r["size"]+"/"+r["dir"]] = true
-	}
-	for _, tst := range tests {
-		for _, s := range sizes {
-			for _, d := range []string{"c2s", "s2c"} {
-				assert.True(t, seen[tst+"/"+s+"/"+d], "no RESULT for %s size %s %s\n%s", tst, s, d, out)
-			}
-		}
-	}
-	sum := conntest.Lines(out, "SUMMARY")
-	require.Len(t, sum, 1, out)
-	assert.Equal(t, fmt.Sprint(len(rows)), sum[0]["ok"])
-	assert.Equal(t, "0", sum[0]["failed"])
-}
-
 // TestCprogAllOperations: every operation of iwtest, both directions of
 // data flow, from 1 byte to 1 MiB, twice each, siw↔siw.
 func TestCprogAllOperations(t *testing.T) {
@@ -63,8 +39,8 @@ func TestCprogAllOperations(t *testing.T) {
 	srv, cli, sout, cout := iwtestPair(t, ctx, "-S 1m", "-T all -S "+strings.Join(sizes, ",")+" -n 2", 4*time.Minute)
 	require.Equal(t, "0", cli["code"], cout)
 	require.Equal(t, "0", srv["code"], sout)
-	requireAllOK(t, cout, allTests, sizes)
-	requireAllOK(t, sout, allTests, sizes)
+	conntest.RequireAllOK(t, cout, allTests, sizes)
+	conntest.RequireAllOK(t, sout, allTests, sizes)
 	for _, r := range conntest.Lines(cout, "RESULT") {
 		require.Equal(t, "2", r["iters"])
 	}
@@ -76,7 +52,7 @@ func TestCprogLargeMessages(t *testing.T) {
 	srv, cli, sout, cout := iwtestPair(t, ctx, "-S 16m", "-T write,read,send -S 16m", 5*time.Minute)
 	require.Equal(t, "0", cli["code"], cout)
 	require.Equal(t, "0", srv["code"], sout)
-	requireAllOK(t, cout, []string{"write", "read", "send"}, []string{"16777216"})
+	conntest.RequireAllOK(t, cout, []string{"write", "read", "send"}, []string{"16777216"})
 }
 
 // TestCprogPrivateData: connect and accept private data reach the other

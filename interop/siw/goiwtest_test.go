@@ -56,8 +56,8 @@ func TestGoIwtest(t *testing.T) {
 			p := iwtestHostGuest(t, ctx, goServer, goArgs, cArgs, 4*time.Minute, "iwtest-"+name)
 			require.True(t, p.goRes.OK(), "%s\n%s", p.goRes, p.cRes)
 			require.True(t, p.cRes.OK(), "%s\n%s", p.cRes, p.goRes)
-			requireAllOK(t, p.goOut(), allTests, sizes)
-			requireAllOK(t, p.cOut(), allTests, sizes)
+			conntest.RequireAllOK(t, p.goOut(), allTests, sizes)
+			conntest.RequireAllOK(t, p.cOut(), allTests, sizes)
 			requireGoChecks(t, p.goOut(), len(sizes), len(sizes))
 			est := conntest.Lines(p.goOut(), "ESTABLISHED")
 			require.Len(t, est, 1)
@@ -102,8 +102,8 @@ func TestGoIwtestLarge(t *testing.T) {
 			p := iwtestHostGuest(t, ctx, goServer, goArgs, cArgs, 5*time.Minute, "")
 			require.True(t, p.goRes.OK(), "%s\n%s", p.goRes, p.cRes)
 			require.True(t, p.cRes.OK(), "%s\n%s", p.cRes, p.goRes)
-			requireAllOK(t, p.goOut(), []string{"write", "read", "send"}, []string{"16777216"})
-			requireAllOK(t, p.cOut(), []string{"write", "read", "send"}, []string{"16777216"})
+			conntest.RequireAllOK(t, p.goOut(), []string{"write", "read", "send"}, []string{"16777216"})
+			conntest.RequireAllOK(t, p.cOut(), []string{"write", "read", "send"}, []string{"16777216"})
 		})
 	}
 }

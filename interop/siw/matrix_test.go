@@ -3,6 +3,8 @@
 package siw_test
 
 import (
+	"bufio"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"os"
@@ -74,8 +76,8 @@ func record(t *testing.T, r matrixRow) *matrixRow {
 // Debian package version build.sh recorded) and the rdma-core version
 // (the tail of libibverbs' file name in the userspace tree the image was
 // built from; the image itself holds the library under its soname).
-func versions(ctx context.Context) (kernel, rdmaCore string) {
-	kernel, rdmaCore = "unknown", "unknown"
+func versions(ctx context.Context) (kernel, rdmaCore, rpma string) {
+	kernel, rdmaCore, rpma = "unknown", "unknown", "unknown"
 	if res, err := vm.Run(ctx, 30*time.Second, "uname", "uname -r"); err == nil && res.OK() {
 		kernel = strings.TrimSpace(res.Stdout)
 	}
@@ -85,7 +87,7 @@ func versions(ctx context.Context) (kernel, rdmaCore string) {
 	}
 	b, err := os.ReadFile(env)
 	if err != nil {
-		return kernel, rdmaCore
+		return kernel, rdmaCore, rpma
 	}
 	vars := map[string]string{}
 	for _, line := range strings.Split(string(b), "\n") {
@@ -102,8 +104,32 @@ func versions(ctx context.Context) (kernel, rdmaCore string) {
 			rdmaCore = m[1]
 		}
 	}
-	return kernel, rdmaCore
+	if v := debianVersion(filepath.Join(vars["SIW_USERROOT"], "usr/share/doc/librpma0/changelog.Debian.gz")); v != "" {
+		rpma = v
+	}
+	return kernel, rdmaCore, rpma
 }
+
+// debianVersion reads the version from the first line of a package's
+// changelog.Debian.gz ("rpma (1.2.0-1) unstable; …"); "" if it cannot.
+func debianVersion(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		return ""
+	}
+	line, _ := bufio.NewReader(z).ReadString('\n')
+	if m := debVersion.FindStringSubmatch(line); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+var debVersion = regexp.MustCompile(`^\S+ \(([^)]+)\)`)
 
 var soVersion = regexp.MustCompile(`^libibverbs\.so\.1\.\d+\.(\d+\.\d+)$`)
 
@@ -115,7 +141,7 @@ func writeMatrix(ctx context.Context, dir string) error {
 	if len(rows) == 0 || dir == "" {
 		return nil
 	}
-	kernel, rdmaCore := versions(ctx)
+	kernel, rdmaCore, rpma := versions(ctx)
 	var b strings.Builder
 	pass := 0
 	for _, r := range rows {
@@ -126,6 +152,7 @@ func writeMatrix(ctx context.Context, dir string) error {
 	fmt.Fprintf(&b, "Run of %s: %d of %d cases passed.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), pass, len(rows))
 	fmt.Fprintf(&b, "- Linux %s with siw.ko built from the same Debian linux-source (the stock build; the knobs build where the MPA column names a module parameter)\n", kernel)
 	fmt.Fprintf(&b, "- rdma-core %s (Debian bookworm packages: rping, libibverbs, librdmacm; iwtest built against them)\n", rdmaCore)
+	fmt.Fprintf(&b, "- librpma %s (Debian bookworm's librpma0; rpmaclient built against it)\n", rpma)
 	fmt.Fprintf(&b, "- iwarp-go: iwarp-peer built with %s, on %s/%s; the guest runs under QEMU TCG with user networking\n\n",
 		runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	b.WriteString("| scenario | initiator | responder | CRC | MPA variant | checks | result | time | test |\n")

@@ -118,7 +118,7 @@ func TestWireSolicitedAndInvalidate(t *testing.T) {
 	srv, cli, sout, cout := iwtestPair(t, ctx, "-S 4k", "-T send_se,send_inv -S 64", 2*time.Minute)
 	require.Equal(t, "0", cli["code"], cout)
 	require.Equal(t, "0", srv["code"], sout)
-	requireAllOK(t, cout, []string{"send_se", "send_inv"}, []string{"64"})
+	conntest.RequireAllOK(t, cout, []string{"send_se", "send_inv"}, []string{"64"})
 	pcap := stop()
 	requireDecodes(t, pcap, false)
 	// The STags the receivers advertised for invalidation, by receiver.
@@ -227,7 +227,7 @@ func TestVariantRev1Read(t *testing.T) {
 		srv, cli, sout, cout := iwtestPair(t, ctx, "-S 64k --ird 4 --ord 4", "-T read -S 4096,65536 --ird 4 --ord 4", 2*time.Minute)
 		require.Equal(t, "0", cli["code"], cout)
 		require.Equal(t, "0", srv["code"], sout)
-		requireAllOK(t, cout, []string{"read"}, []string{"4096", "65536"})
+		conntest.RequireAllOK(t, cout, []string{"read"}, []string{"4096", "65536"})
 		pcap := stop()
 		requireDecodes(t, pcap, false)
 		rev := tshark(t, pcap, "-Y", "iwarp_mpa.req || iwarp_mpa.rep", "-T", "fields", "-e", "iwarp_mpa.rev", "-e", "iwarp_mpa.pdlength")

@@ -163,7 +163,7 @@ func (a *agent) start(id string) {
 	cmd := exec.Command(j.spec.Argv[0], j.spec.Argv[1:]...)
 	cmd.Env = append(os.Environ(), j.spec.Env...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = groupAttr()
 	if err := cmd.Start(); err != nil {
 		a.fail(id, j, err.Error())
 		return
@@ -211,7 +211,7 @@ func (a *agent) kill(name string) {
 	default:
 	}
 	// The whole process group: a shell script's children go too.
-	if err := syscall.Kill(-j.cmd.Process.Pid, syscall.Signal(sig)); err != nil {
+	if err := killGroup(j.cmd.Process.Pid, sig); err != nil {
 		a.logf("job %s: kill %d: %v", id, sig, err)
 	}
 }
@@ -245,7 +245,7 @@ func (a *agent) killAll() {
 			continue
 		default:
 		}
-		_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
+		_ = killGroup(j.cmd.Process.Pid, int(syscall.SIGKILL))
 		select {
 		case <-j.done:
 		case <-deadline:

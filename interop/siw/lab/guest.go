@@ -129,6 +129,11 @@ func (p *Proc) Stdout() string { b, _ := os.ReadFile(p.path(".out")); return str
 // Stderr returns what the job has written to stderr so far.
 func (p *Proc) Stderr() string { b, _ := os.ReadFile(p.path(".err")); return string(b) }
 
+// StdoutPath and StderrPath return the host paths of the files the job's
+// stdout and stderr go to as it runs, for following its output.
+func (p *Proc) StdoutPath() string { return p.path(".out") }
+func (p *Proc) StderrPath() string { return p.path(".err") }
+
 // Exited reports whether the job has finished.
 func (p *Proc) Exited() bool { _, err := os.Stat(p.path(".exit")); return err == nil }
 

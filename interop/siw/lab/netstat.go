@@ -43,6 +43,11 @@ func listeningIn(r io.Reader, port int) bool {
 // procNetFiles are the tables a listener can show up in.
 var procNetFiles = []string{"/proc/net/tcp", "/proc/net/tcp6"}
 
+// Listening reports whether any TCP socket of this network namespace
+// listens on port, by /proc/net/tcp and /proc/net/tcp6: the agent's check,
+// for programs that run beside the caller rather than in a guest.
+func Listening(port int) bool { return isListening(port) }
+
 // isListening reports whether any TCP socket of this network namespace
 // listens on port.
 func isListening(port int) bool {

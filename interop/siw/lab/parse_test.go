@@ -44,6 +44,7 @@ func TestConfigFromEnv(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, nil, 0o644))
 		env.WriteString(k + "=" + p + "\n")
 	}
+	env.WriteString("SIW_KNOBS=mpa_crc_required,mpa_version\n")
 	ef := filepath.Join(dir, "current.env")
 	require.NoError(t, os.WriteFile(ef, []byte(env.String()), 0o644))
 	t.Setenv("IWARP_SIW_ENV", ef)
@@ -55,6 +56,7 @@ func TestConfigFromEnv(t *testing.T) {
 	assert.Equal(t, filepath.Join(dir, "SIW_AGENT"), cfg.Agent)
 	assert.Equal(t, "/results", cfg.OutDir)
 	assert.True(t, cfg.KeepWorkDir)
+	assert.Equal(t, []string{"mpa_crc_required", "mpa_version"}, cfg.SiwKnobs)
 
 	require.NoError(t, os.Remove(filepath.Join(dir, "SIW_INITRD")))
 	_, err = ConfigFromEnv()
@@ -106,4 +108,12 @@ func TestDroppedPackets(t *testing.T) {
 	assert.Equal(t, 3, droppedPackets(stats))
 	assert.Equal(t, 0, droppedPackets(strings.Replace(stats, "3 packets", "0 packets", 1)))
 	assert.Equal(t, -1, droppedPackets("tcpdump: listening on lo\n"), "killed before it printed statistics")
+}
+
+func TestCheckSiwParam(t *testing.T) {
+	require.NoError(t, CheckSiwParam("mpa_crc_required=1"))
+	require.NoError(t, CheckSiwParam("peer_to_peer=Y"))
+	for _, bad := range []string{"", "mpa_crc_required", "=1", "Mpa=1", "a=1 b=2", "a=1;reboot", "a=-1"} {
+		require.Error(t, CheckSiwParam(bad), "%q", bad)
+	}
 }

@@ -27,6 +27,17 @@ const KnobsModule = "/lib/modules/siw-knobs/siw.ko"
 
 var paramRe = regexp.MustCompile(`^([a-z_]+)=([A-Za-z0-9]+)$`)
 
+// CheckSiwParam reports whether p has the form LoadSiw accepts for a module
+// parameter of the knobs build: name=value, a lower-case name and a value
+// of letters and digits. Whether the module has that parameter only
+// loading it tells (see Config.SiwKnobs for the list build.sh recorded).
+func CheckSiwParam(p string) error {
+	if !paramRe.MatchString(p) {
+		return fmt.Errorf("lab: bad module parameter %q: want name=value", p)
+	}
+	return nil
+}
+
 // LoadSiw replaces the loaded siw module: it deletes the siw0 link,
 // unloads siw, loads the variant with params ("name=value", knobs only),
 // adds siw0 on eth0 again and checks that the parameters took effect. No
@@ -41,8 +52,8 @@ func (g *Guest) LoadSiw(ctx context.Context, v SiwVariant, params ...string) err
 		load = "modprobe siw"
 	case SiwKnobs:
 		for _, p := range params {
-			if !paramRe.MatchString(p) {
-				return fmt.Errorf("lab: bad module parameter %q", p)
+			if err := CheckSiwParam(p); err != nil {
+				return err
 			}
 		}
 		load = "insmod " + KnobsModule + " " + strings.Join(params, " ")

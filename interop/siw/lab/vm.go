@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -21,6 +21,7 @@ type VM struct {
 	cfg     Config
 	dir     string
 	ports   map[int]int
+	kernel  string
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	waitErr error
@@ -28,17 +29,20 @@ type VM struct {
 	stopErr error
 }
 
+// ErrHostPortInUse is wrapped by the error of a boot whose QEMU could not
+// bind a forwarded host port.
+var ErrHostPortInUse = errors.New("a forwarded host port is in use")
+
 // Boot starts QEMU and waits until the guest agent serves. A failed attempt
 // (QEMU exits, cannot bind a forwarded port, or the agent is not up within
-// BootTimeout) is retried up to BootAttempts times; only boot is retried.
+// BootTimeout) is retried up to BootAttempts times; only boot is retried,
+// and not when a fixed port of Config.Forwards is taken.
 // QEMU is killed when ctx ends, so a cancelled test never leaves it running;
 // call Shutdown when done.
 func Boot(ctx context.Context, cfg Config) (*VM, error) {
 	cfg.defaults()
-	for _, f := range []string{cfg.Kernel, cfg.Initrd, cfg.Agent} {
-		if _, err := os.Stat(f); err != nil {
-			return nil, fmt.Errorf("lab: %w", err)
-		}
+	if err := cfg.checkFiles(); err != nil {
+		return nil, err
 	}
 	var errs []error
 	for attempt := 1; attempt <= cfg.BootAttempts; attempt++ {
@@ -48,11 +52,20 @@ func Boot(ctx context.Context, cfg Config) (*VM, error) {
 		}
 		fmt.Fprintf(cfg.Log, "lab: boot attempt %d: %v\n", attempt, err)
 		errs = append(errs, fmt.Errorf("attempt %d: %w", attempt, err))
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || (cfg.Forwards != nil && errors.Is(err, ErrHostPortInUse)) {
 			break
 		}
 	}
 	return nil, fmt.Errorf("lab: boot failed: %w", errors.Join(errs...))
+}
+
+func (c *Config) checkFiles() error {
+	for _, f := range []string{c.Kernel, c.Initrd, c.Agent} {
+		if _, err := os.Stat(f); err != nil {
+			return fmt.Errorf("lab: %w", err)
+		}
+	}
+	return nil
 }
 
 // freePorts picks n distinct free TCP ports on 127.0.0.1. Another process
@@ -76,19 +89,78 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// prepareShare lays out the share with the agent in it and picks the host
-// ports to forward.
-func prepareShare(share string, cfg Config) ([]int, error) {
-	for _, d := range []string{cmdDir, resDir, outDir} {
-		if err := os.MkdirAll(filepath.Join(share, d), 0o755); err != nil {
-			return nil, err
-		}
+// forwards returns the rules of one boot: Config.Forwards, or GuestPorts
+// from free host ports.
+func (c *Config) forwards() ([]Forward, error) {
+	if c.Forwards != nil {
+		return append([]Forward{}, c.Forwards...), nil
 	}
-	if err := copyFile(cfg.Agent, filepath.Join(share, agentBinary), 0o755); err != nil {
+	hp, err := freePorts(len(c.GuestPorts))
+	if err != nil {
 		return nil, err
 	}
-	return freePorts(len(cfg.GuestPorts))
+	fw := make([]Forward, len(hp))
+	for i, gp := range c.GuestPorts {
+		fw[i] = Forward{Host: hp[i], Guest: gp}
+	}
+	return fw, nil
 }
+
+// prepareShare lays out the share with the agent in it.
+func prepareShare(share string, cfg Config) error {
+	for _, d := range []string{cmdDir, resDir, outDir} {
+		if err := os.MkdirAll(filepath.Join(share, d), 0o755); err != nil {
+			return err
+		}
+	}
+	return copyFile(cfg.Agent, filepath.Join(share, agentBinary), 0o755)
+}
+
+// qemuArgs is the QEMU command line of a guest in mode (the kernel's lab=
+// argument: agent or shell) with the share mounted at /mnt and the serial
+// console on serial (a QEMU -serial backend).
+func qemuArgs(cfg Config, mode, share, serial string, fw []Forward) []string {
+	var nd strings.Builder
+	nd.WriteString("user,id=n0,ipv6=off")
+	for _, f := range fw {
+		fmt.Fprintf(&nd, ",hostfwd=tcp:127.0.0.1:%d-%s:%d", f.Host, GuestIP, f.Guest)
+	}
+	// The guest keeps the TSC as its clock source: with tsc=unstable it
+	// falls back to the emulated HPET, whose slow, jittery reads made
+	// perftest's CPU-clock calibration (gettimeofday against rdtsc) fail
+	// in 24 of 30 tries; on the TSC it failed in none.
+	appendArgs := "console=ttyS0 panic=-1 mitigations=off no_timer_check loglevel=4 lab=" + mode
+	mem := cfg.MemoryMB
+	if cfg.PmemMB > 0 {
+		// memmap=nn!ss marks the range type 12 in the firmware's memory
+		// map; QEMU must back it with memory, hence the larger -m. The
+		// firmware reserves the top 128 KiB of RAM for its tables, so
+		// the range stops pmemFirmwareMB short of it: a range that
+		// overlaps them is split and, no longer 2 MiB-aligned, cannot be
+		// mapped ("misaligned, unable to map").
+		appendArgs += fmt.Sprintf(" memmap=%dM!%dM", cfg.PmemMB, cfg.MemoryMB)
+		mem += cfg.PmemMB + pmemFirmwareMB
+	}
+	if cfg.ExtraAppend != "" {
+		appendArgs += " " + cfg.ExtraAppend
+	}
+	return []string{
+		"-accel", "tcg", "-cpu", "max", "-smp", fmt.Sprint(cfg.CPUs), "-m", fmt.Sprint(mem),
+		"-kernel", cfg.Kernel, "-initrd", cfg.Initrd, "-append", appendArgs,
+		"-no-reboot", "-nodefaults", "-display", "none", "-vga", "none",
+		"-netdev", nd.String(),
+		"-device", "virtio-net-pci,netdev=n0",
+		"-virtfs", "local,path=" + share + ",mount_tag=share,security_model=none,id=fs0",
+		"-serial", serial,
+	}
+}
+
+// pmemFirmwareMB is the RAM above the pmem range (Config.PmemMB), where
+// SeaBIOS keeps its tables.
+const pmemFirmwareMB = 2
+
+// hostFwdFailure is how QEMU reports a hostfwd rule it cannot bind.
+const hostFwdFailure = "Could not set up host forwarding rule"
 
 func bootOnce(ctx context.Context, cfg Config, attempt int) (*VM, error) {
 	dir, err := os.MkdirTemp(cfg.WorkDir, "siwlab-")
@@ -96,35 +168,20 @@ func bootOnce(ctx context.Context, cfg Config, attempt int) (*VM, error) {
 		return nil, err
 	}
 	share := filepath.Join(dir, "share")
-	hp, err := prepareShare(share, cfg)
+	var fw []Forward
+	if err = prepareShare(share, cfg); err == nil {
+		fw, err = cfg.forwards()
+	}
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
 	vm := &VM{cfg: cfg, dir: dir, ports: map[int]int{}, exited: make(chan struct{})}
-	var fwd strings.Builder
-	for i, gp := range cfg.GuestPorts {
-		vm.ports[gp] = hp[i]
-		fmt.Fprintf(&fwd, ",hostfwd=tcp:127.0.0.1:%d-10.0.2.15:%d", hp[i], gp)
+	for _, f := range fw {
+		vm.ports[f.Guest] = f.Host
 	}
-	// The guest keeps the TSC as its clock source: with tsc=unstable it
-	// falls back to the emulated HPET, whose slow, jittery reads made
-	// perftest's CPU-clock calibration (gettimeofday against rdtsc) fail
-	// in 24 of 30 tries; on the TSC it failed in none.
-	appendArgs := "console=ttyS0 panic=-1 mitigations=off no_timer_check loglevel=4 lab=agent"
-	if cfg.ExtraAppend != "" {
-		appendArgs += " " + cfg.ExtraAppend
-	}
-	args := []string{
-		"-accel", "tcg", "-cpu", "max", "-smp", fmt.Sprint(cfg.CPUs), "-m", fmt.Sprint(cfg.MemoryMB),
-		"-kernel", cfg.Kernel, "-initrd", cfg.Initrd, "-append", appendArgs,
-		"-no-reboot", "-nodefaults", "-display", "none", "-vga", "none",
-		"-netdev", "user,id=n0,ipv6=off" + fwd.String(),
-		"-device", "virtio-net-pci,netdev=n0",
-		"-virtfs", "local,path=" + share + ",mount_tag=share,security_model=none,id=fs0",
-		"-serial", "file:" + vm.ConsoleLog(), "-monitor", "none",
-		"-pidfile", filepath.Join(dir, "qemu.pid"),
-	}
+	args := append(qemuArgs(cfg, "agent", share, "file:"+vm.ConsoleLog(), fw),
+		"-monitor", "none", "-pidfile", filepath.Join(dir, "qemu.pid"))
 	qlog, err := os.Create(filepath.Join(dir, "qemu.log"))
 	if err != nil {
 		os.RemoveAll(dir)
@@ -134,7 +191,7 @@ func bootOnce(ctx context.Context, cfg Config, attempt int) (*VM, error) {
 	vm.cmd = exec.Command(cfg.QEMU, args...)
 	vm.cmd.Stdout, vm.cmd.Stderr = qlog, qlog
 	// If the test process dies, the kernel kills QEMU with it.
-	vm.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	vm.cmd.SysProcAttr = diesWithParent(groupAttr())
 	fmt.Fprintf(cfg.Log, "lab: boot %d: %s %s\n", attempt, cfg.QEMU, strings.Join(args, " "))
 	if err := vm.cmd.Start(); err != nil {
 		os.RemoveAll(dir)
@@ -163,6 +220,9 @@ func bootOnce(ctx context.Context, cfg Config, attempt int) (*VM, error) {
 		vm.Kill()
 		<-vm.exited
 		q, _ := os.ReadFile(filepath.Join(dir, "qemu.log"))
+		if bytes.Contains(q, []byte(hostFwdFailure)) {
+			err = fmt.Errorf("%w: %w", ErrHostPortInUse, err)
+		}
 		err = fmt.Errorf("%w\nqemu: %s\nconsole (%s):\n%s", err, strings.TrimSpace(string(q)), vm.ConsoleLog(), tail(vm.Console(), 3000))
 		if !cfg.KeepWorkDir {
 			os.RemoveAll(dir)
@@ -171,9 +231,14 @@ func bootOnce(ctx context.Context, cfg Config, attempt int) (*VM, error) {
 	}
 	var ri readyInfo
 	_ = readJSON(filepath.Join(share, agentReady), &ri)
+	vm.kernel = ri.Kernel
 	fmt.Fprintf(cfg.Log, "lab: guest %s up after %s; ports %v\n", ri.Kernel, time.Since(start).Round(time.Millisecond), vm.ports)
 	return vm, nil
 }
+
+// Kernel returns the guest kernel's release (uname -r), as the agent
+// reported it at boot.
+func (vm *VM) Kernel() string { return vm.kernel }
 
 func (vm *VM) alive() error {
 	select {

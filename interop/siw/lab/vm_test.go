@@ -25,6 +25,7 @@ const (
 	fakeQEMUEnv  = "LAB_FAKE_QEMU"
 	fakeFailsEnv = "LAB_FAKE_QEMU_FAILS"
 	fakeCountEnv = "LAB_FAKE_QEMU_COUNT"
+	fakeNoFwdEnv = "LAB_FAKE_QEMU_NO_FORWARDS" // set: no hostfwd rule expected
 )
 
 func fakeQEMU(args []string) int {
@@ -47,7 +48,11 @@ func fakeQEMU(args []string) int {
 			return 1
 		}
 	}
-	if arg("-smp") != "1" || arg("-accel") != "tcg" || !strings.Contains(arg("-netdev"), "hostfwd=tcp:127.0.0.1:") {
+	if os.Getenv(fakeNoFwdEnv) == "" && !strings.Contains(arg("-netdev"), "hostfwd=tcp:127.0.0.1:") {
+		fmt.Fprintln(os.Stderr, "fake qemu: no forwarding rule", args)
+		return 2
+	}
+	if arg("-smp") != "1" || arg("-accel") != "tcg" {
 		fmt.Fprintln(os.Stderr, "fake qemu: unexpected arguments", args)
 		return 2
 	}
@@ -216,4 +221,64 @@ func TestTrackKeepsJobsOfAFailedTestAndStopsThem(t *testing.T) {
 	assert.FileExists(t, filepath.Join(dst, "x.pcap"))
 	assert.FileExists(t, filepath.Join(dst, "console.log"))
 	assert.NoFileExists(t, filepath.Join(dst, before.ID+".out"), "jobs from before Track are not this test's")
+}
+
+func TestBootForwardsFixedPortsOnly(t *testing.T) {
+	cfg := fakeConfig(t, 0)
+	cfg.Forwards = []Forward{{Host: 40001, Guest: 7174}}
+	ctx := context.Background()
+	vm, err := Boot(ctx, cfg)
+	require.NoError(t, err)
+	defer vm.Shutdown(ctx)
+	assert.Equal(t, map[int]int{7174: 40001}, vm.Ports())
+	rel, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	require.NoError(t, err)
+	assert.Equal(t, strings.TrimSpace(string(rel)), vm.Kernel(), "the kernel the agent reported")
+	_, err = vm.HostPort(7175)
+	require.Error(t, err, "GuestPorts are not forwarded when Forwards is set")
+}
+
+func TestBootWithoutForwards(t *testing.T) {
+	cfg := fakeConfig(t, 0)
+	t.Setenv(fakeNoFwdEnv, "1")
+	cfg.Forwards = []Forward{}
+	ctx := context.Background()
+	vm, err := Boot(ctx, cfg)
+	require.NoError(t, err)
+	defer vm.Shutdown(ctx)
+	assert.Empty(t, vm.Ports())
+}
+
+func TestBootDoesNotRetryATakenFixedPort(t *testing.T) {
+	cfg := fakeConfig(t, 5)
+	cfg.Forwards = []Forward{{Host: 40002, Guest: 7174}}
+	_, err := Boot(context.Background(), cfg)
+	require.ErrorIs(t, err, ErrHostPortInUse)
+	b, _ := os.ReadFile(os.Getenv(fakeCountEnv))
+	assert.Equal(t, "1", string(b), "one attempt: retrying cannot free a fixed port")
+}
+
+func TestQEMUArgsForwardToTheGuestAddress(t *testing.T) {
+	cfg := Config{Kernel: "k", Initrd: "i", ExtraAppend: "labsiw=peer_to_peer=1"}
+	cfg.defaults()
+	args := qemuArgs(cfg, "shell", "/s", "mon:stdio", []Forward{{Host: 1, Guest: 2}, {Host: 3, Guest: 4}})
+	joined := strings.Join(args, " ")
+	assert.Contains(t, joined, "-netdev user,id=n0,ipv6=off,hostfwd=tcp:127.0.0.1:1-10.0.2.15:2,hostfwd=tcp:127.0.0.1:3-10.0.2.15:4 ")
+	assert.Contains(t, joined, " lab=shell labsiw=peer_to_peer=1 ")
+	assert.Contains(t, joined, "-serial mon:stdio")
+	assert.Contains(t, joined, "path=/s,mount_tag=share")
+}
+
+// The pmem range lies right above the guest's RAM, and QEMU backs both.
+func TestQEMUArgsPmemAboveRAM(t *testing.T) {
+	cfg := Config{Kernel: "k", Initrd: "i", MemoryMB: 1024, PmemMB: 256}
+	cfg.defaults()
+	joined := strings.Join(qemuArgs(cfg, "agent", "/s", "file:c", nil), " ")
+	assert.Contains(t, joined, " -m 1282 ", "2 MiB above the range for the firmware's tables")
+	assert.Contains(t, joined, " lab=agent memmap=256M!1024M")
+
+	cfg.PmemMB = 0
+	joined = strings.Join(qemuArgs(cfg, "agent", "/s", "file:c", nil), " ")
+	assert.Contains(t, joined, " -m 1024 ")
+	assert.NotContains(t, joined, "memmap=")
 }

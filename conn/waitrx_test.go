@@ -1,0 +1,210 @@
+package conn
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// pingPong runs n Send/Receive round trips between client and server, the
+// server answering from a goroutine blocked in CQ.Wait.
+func pingPong(t *testing.T, client, server *endpoint, n int) {
+	t.Helper()
+	cbuf := client.register(t, 8, LocalWrite)
+	sbuf := server.register(t, 8, LocalWrite)
+	ssgl, csgl := []SGE{sbuf.SGE(0, 8)}, []SGE{cbuf.SGE(0, 8)}
+	require.NoError(t, server.qp.PostRecv(RecvWR{SGL: ssgl}))
+	served := make(chan error, 1)
+	go func() {
+		for i := 0; i < n; {
+			wc := server.wait(t)
+			if wc.Status != WCSuccess {
+				served <- wc.Err()
+				return
+			}
+			if wc.Op == WCRecv {
+				i++
+				if err := server.qp.PostRecv(RecvWR{SGL: ssgl}); err != nil {
+					served <- err
+					return
+				}
+				if err := server.qp.PostSend(SendWR{Op: OpSend, SGL: ssgl}); err != nil {
+					served <- err
+					return
+				}
+			}
+		}
+		served <- nil
+	}()
+	for i := 0; i < n; i++ {
+		require.NoError(t, client.qp.PostRecv(RecvWR{SGL: csgl}))
+		require.NoError(t, client.qp.PostSend(SendWR{Op: OpSend, SGL: csgl}))
+		for got := false; !got; {
+			wc := client.wait(t)
+			require.NoError(t, wc.Err())
+			got = wc.Op == WCRecv
+		}
+	}
+	require.NoError(t, <-served)
+}
+
+func TestWaitRunsTheReceiveLoop(t *testing.T) {
+	checkLeaks(t)
+	client, server := connectPair(t, pairConfig{})
+	pingPong(t, client, server, 200)
+	// The client's Sends are answered while it waits: some replies, at
+	// least, are read by the waiting goroutine itself.
+	require.Positive(t, client.qp.eng.waitRx.Load()+server.qp.eng.waitRx.Load(),
+		"no FPDU was received by a goroutine in CQ.Wait")
+}
+
+func TestWaitSharedCQLeavesReceivingToTheReceivers(t *testing.T) {
+	checkLeaks(t)
+	pd := NewPD()
+	cq := NewCQ(64)
+	ln, err := Listen(context.Background(), "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	var servers [2]*endpoint
+	var clients [2]*endpoint
+	for i := range servers {
+		servers[i] = newEndpoint(t, QPCaps{})
+		qp, err := pd.NewQP(cq, QPCaps{})
+		require.NoError(t, err)
+		clients[i] = &endpoint{pd: pd, cq: cq, qp: qp}
+		errc := make(chan error, 1)
+		go func() { errc <- ln.Accept(context.Background(), servers[i].qp) }()
+		require.NoError(t, qp.Connect(context.Background(), "tcp", ln.Addr().String()))
+		require.NoError(t, <-errc)
+		t.Cleanup(func() { qp.Close(); servers[i].qp.Close() })
+	}
+	require.Nil(t, cq.only.Load(), "two queue pairs complete on the CQ")
+	for i := range clients {
+		pingPong(t, clients[i], servers[i], 20)
+		require.Zero(t, clients[i].qp.eng.waitRx.Load(), "a Wait on a shared CQ received for one queue pair")
+	}
+	clients[0].qp.Close()
+	require.Eventually(t, func() bool { return cq.only.Load() == clients[1].qp.eng }, 10*time.Second, time.Millisecond,
+		"the CQ's remaining queue pair was not recognized as its only one")
+}
+
+// A Wait that ends for its context reports the context's error, whether it
+// was receiving at the time or had left the socket to the receiver.
+func TestWaitContextWhileReceiving(t *testing.T) {
+	checkLeaks(t)
+	client, _ := connectPair(t, pairConfig{})
+	var wc [1]WorkCompletion
+	for _, d := range []time.Duration{200 * time.Microsecond, 5 * standByInterval} {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		_, err := client.cq.Wait(ctx, wc[:])
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded, "deadline %v", d)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(3*standByInterval, cancel)
+	_, err := client.cq.Wait(ctx, wc[:])
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+func TestWaitWokenByCompletionsOfOtherGoroutines(t *testing.T) {
+	checkLeaks(t)
+	client, server := connectPair(t, pairConfig{})
+	// The client's Wait holds the socket; the completion of its Send comes
+	// from the posting or transmitting goroutine and must reach it.
+	buf := client.register(t, 8, LocalWrite)
+	sbuf := server.register(t, 8, LocalWrite)
+	for i := 0; i < 50; i++ {
+		require.NoError(t, server.qp.PostRecv(RecvWR{SGL: []SGE{sbuf.SGE(0, 8)}}))
+		got := make(chan WorkCompletion, 1)
+		go func() { got <- client.wait(t) }()
+		require.NoError(t, client.qp.PostSend(SendWR{ID: uint64(i), Op: OpSend, Flags: Signaled, SGL: []SGE{buf.SGE(0, 8)}}))
+		wc := <-got
+		require.NoError(t, wc.Err())
+		require.Equal(t, WCSend, wc.Op)
+		require.Equal(t, uint64(i), wc.ID)
+		server.waitOK(t, WCRecv)
+	}
+}
+
+func TestWaitReceivingEndsWithTheConnection(t *testing.T) {
+	checkLeaks(t)
+	client, _ := connectPair(t, pairConfig{})
+	buf := client.register(t, 8, LocalWrite)
+	require.NoError(t, client.qp.PostRecv(RecvWR{ID: 7, SGL: []SGE{buf.SGE(0, 8)}}))
+	got := make(chan WorkCompletion, 1)
+	go func() { got <- client.wait(t) }()
+	time.Sleep(standByInterval / 2) // usually inside the Wait's receive loop
+	require.NoError(t, client.qp.Close())
+	wc := <-got
+	require.Equal(t, WCWRFlushErr, wc.Status)
+	require.Equal(t, uint64(7), wc.ID)
+}
+
+// After Waits stop, the receiver goroutine takes the socket back: work
+// that completes with nobody waiting is still found by Poll.
+func TestReceiverTakesBackAfterWaitsStop(t *testing.T) {
+	checkLeaks(t)
+	client, server := connectPair(t, pairConfig{})
+	pingPong(t, client, server, 20)
+	buf := client.register(t, 8, LocalWrite)
+	sbuf := server.register(t, 8, LocalWrite)
+	for i := 0; i < 20; i++ {
+		require.NoError(t, client.qp.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{buf.SGE(0, 8)}}))
+		require.NoError(t, server.qp.PostSend(SendWR{Op: OpSend, Flags: Signaled, SGL: []SGE{sbuf.SGE(0, 8)}}))
+		var wc [1]WorkCompletion
+		require.Eventually(t, func() bool { return client.cq.Poll(wc[:]) == 1 }, 10*time.Second, 50*time.Microsecond)
+		require.NoError(t, wc[0].Err())
+		require.Equal(t, uint64(i), wc[0].ID)
+		server.waitOK(t, WCSend)
+	}
+}
+
+// Several goroutines waiting on one CQ: one may receive, the others wait
+// the usual way, and every completion reaches exactly one of them.
+func TestWaitConcurrentWaiters(t *testing.T) {
+	checkLeaks(t)
+	const n = 300
+	client, server := connectPair(t, pairConfig{caps: QPCaps{SendDepth: n, RecvDepth: n}})
+	buf := client.register(t, 8, LocalWrite)
+	sbuf := server.register(t, 8, LocalWrite)
+	for i := 0; i < n; i++ {
+		require.NoError(t, client.qp.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{buf.SGE(0, 8)}}))
+	}
+	var mu sync.Mutex
+	seen := make(map[uint64]bool)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wcs := make([]WorkCompletion, 3)
+			for {
+				k, err := client.cq.Wait(ctx, wcs)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				for _, wc := range wcs[:k] {
+					if wc.Op == WCRecv && wc.Status == WCSuccess {
+						seen[wc.ID] = true
+					}
+				}
+				done := len(seen) == n
+				mu.Unlock()
+				if done {
+					cancel()
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		require.NoError(t, server.qp.PostSend(SendWR{Op: OpSend, SGL: []SGE{sbuf.SGE(0, 8)}}))
+	}
+	wg.Wait()
+	require.Len(t, seen, n)
+}

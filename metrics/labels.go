@@ -1,0 +1,74 @@
+package metrics
+
+import (
+	"strconv"
+
+	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/rdmap"
+	"github.com/iwarp-go/iwarp-go/termcode"
+)
+
+// opcodeLabels are the label values of the RDMAP opcodes RFC 5040 defines
+// (§4.1 table), short and stable: what a query names.
+var opcodeLabels = [...]string{
+	rdmap.OpWrite:            "write",
+	rdmap.OpReadRequest:      "read_request",
+	rdmap.OpReadResponse:     "read_response",
+	rdmap.OpSend:             "send",
+	rdmap.OpSendInvalidate:   "send_invalidate",
+	rdmap.OpSendSE:           "send_se",
+	rdmap.OpSendSEInvalidate: "send_se_invalidate",
+	rdmap.OpTerminate:        "terminate",
+}
+
+// DefinedOpcodes is the number of opcodes with a name of their own
+// (0 to DefinedOpcodes-1). Exporters report these always, zero or not, so
+// that a rate over them starts from the first scrape; the others only once
+// they occur.
+const DefinedOpcodes = len(opcodeLabels)
+
+// OpcodeLabel returns the label of an RDMAP opcode: "write",
+// "read_request", "read_response", "send", "send_invalidate", "send_se",
+// "send_se_invalidate", "terminate", or "0x8" to "0xf" for the others.
+func OpcodeLabel(op rdmap.Opcode) string {
+	op &= 0x0f
+	if int(op) < len(opcodeLabels) {
+		return opcodeLabels[op]
+	}
+	return "0x" + strconv.FormatUint(uint64(op), 16)
+}
+
+// CodeLabel returns a Terminate code as the label exporters give it: four
+// hex digits, layer, error type and error code, e.g. "0x1100" for DDP
+// Tagged Buffer Error: Invalid STag (the notation of the IANA registry).
+func CodeLabel(c termcode.Code) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{'0', 'x', digits[c>>12&0xf], digits[c>>8&0xf], digits[c>>4&0xf], digits[c&0xf]})
+}
+
+// CodeName returns a Terminate code's layer and registry name without the
+// triple, e.g. "DDP Tagged Buffer Error: Invalid Steering Tag".
+func CodeName(c termcode.Code) string {
+	return c.Layer().String() + " " + c.Name()
+}
+
+// RefusalReason is one of the ways a listener turns a connection away.
+type RefusalReason struct {
+	// Label is the reason's label value, e.g. "backlog_full".
+	Label string
+	// Count reads the reason's counter.
+	Count func(*conn.ListenerStats) uint64
+}
+
+// RefusalReasons are the reasons a listener turns a connection away, in a
+// fixed order: one per counter of conn.ListenerStats besides Accepted.
+var RefusalReasons = []RefusalReason{
+	{"too_many_handshakes", func(s *conn.ListenerStats) uint64 { return s.HandshakesRefused }},
+	{"max_connections", func(s *conn.ListenerStats) uint64 { return s.ConnectionsCapped }},
+	{"address_blocked", func(s *conn.ListenerStats) uint64 { return s.AddressBlocked }},
+	{"bad_request", func(s *conn.ListenerStats) uint64 { return s.BadRequests }},
+	{"backlog_full", func(s *conn.ListenerStats) uint64 { return s.BacklogFull }},
+	{"initiator_gone", func(s *conn.ListenerStats) uint64 { return s.Dead }},
+	{"expired", func(s *conn.ListenerStats) uint64 { return s.Expired }},
+	{"rejected", func(s *conn.ListenerStats) uint64 { return s.Rejected }},
+}
