@@ -257,8 +257,9 @@ func (s *session) connect(ctx context.Context, n int) error {
 		// connection, and an initiator that uses no peer-to-peer mode
 		// (siw) sends nothing before it: the responder must not wait for
 		// an FPDU from it. Well after the MPA exchange, as here, a Write
-		// is safe for siw.
-		opts = append(opts, conn.WithFirstFPDUDelay(conn.DefaultFirstFPDUDelay))
+		// is safe for siw. A deliberate deviation from RFC 5044 §7.1.2
+		// rule 4, for this connection only.
+		opts = append(opts, conn.WithResponderSendFirst(conn.DefaultFirstFPDUDelay))
 	}
 	for range n {
 		qp, err := s.pd.NewQP(s.scq, caps)

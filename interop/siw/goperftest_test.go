@@ -283,11 +283,6 @@ func requirePerftestDecodes(t *testing.T, pcap string, crc bool) {
 	assert.Zero(t, w.badCRC, "tshark: bad CRCs")
 }
 
-// responderMaySendFirst: package conn lets a responder given
-// conn.WithFirstFPDUDelay send after that delay without the initiator's
-// first FPDU. Until it does, a Go write_lat server cannot serve siw.
-const responderMaySendFirst = false
-
 var ptTests = []string{"write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat"}
 
 // TestGoPerftest: each of the six perftest tests against iwarp-peer
@@ -343,14 +338,6 @@ func perftestCase(t *testing.T, c ptCase) {
 		mpa = "rev 2 enhanced, test connection IRD/ORD 128/128"
 	}
 	row := record(t, matrixRow{Scenario: "perftest " + c.test, Initiator: ini, Responder: resp, CRC: crcDesc, MPA: mpa, Checks: c.opts()})
-	if c.test == "write_lat" && c.goServer && !responderMaySendFirst {
-		// ib_write_lat's server Writes first, and siw's client waits
-		// for it: the Go server would have to send before the
-		// initiator's first FPDU, which iwarp-go's responder does not
-		// do (RFC 5044 §7.1.2 rule 4). docs/perftest.md, "Open".
-		row.Outcome = "NOT RUN (conn)"
-		t.Skip("a Go write_lat server needs package conn to let a responder send first (docs/perftest.md, Open)")
-	}
 	checks, ok := runPerftest(t, ctx, c)
 	row.Checks = checks
 	if !ok {

@@ -87,10 +87,6 @@ func TestPerfInGuest(t *testing.T) {
 		fmt.Fprintf(&doc, "| %s | `%s` |", m.test, m.opts)
 		for _, p := range pairs {
 			cell := ""
-			if m.test == "write_lat" && p.server == "go" && p.client == "siw" && !responderMaySendFirst {
-				fmt.Fprintf(&doc, " not run: needs conn (docs/perftest.md, Open) |")
-				continue
-			}
 			for attempt := 0; attempt <= perftestRetries; attempt++ {
 				port++
 				name := fmt.Sprintf("perf-%s-%s%s-%d", m.test, p.server, p.client, port)
