@@ -469,6 +469,10 @@ func (r *ConnRequest) Accept(ctx context.Context, qp *QP, opts ...Option) error 
 		e.onEnd = l.ended
 	}
 	e.txOpen = !res.WaitForPeerFPDU
+	if !e.txOpen && cfg.responderFirst > 0 {
+		// Opted out of RFC 5044 §7.1.2 rule 4 (WithResponderSendFirst).
+		e.txTimer = time.AfterFunc(cfg.responderFirst, e.openTx)
+	}
 	// The Reply goes out under the transmit token so that no FPDU can
 	// precede it.
 	e.txMu.Lock()

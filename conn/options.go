@@ -69,6 +69,7 @@ type config struct {
 	userTimeout    time.Duration
 	setupTimeout   time.Duration
 	firstFPDUDelay time.Duration // <0: automatic
+	responderFirst time.Duration // >0: a responder may send first after it
 	tap            Tap
 	noTrailer      bool
 	logger         *slog.Logger
@@ -315,6 +316,26 @@ func WithFirstFPDUDelay(d time.Duration) Option {
 			return badOption("first FPDU delay %v", d)
 		}
 		c.firstFPDUDelay = d
+		return nil
+	})
+}
+
+// WithResponderSendFirst lets a responder send after d without having
+// received the initiator's first FPDU. RFC 5044 §7.1.2 rule 4 says a
+// responder MUST receive one first, and by default conn keeps it; but an
+// initiator that negotiated no peer-to-peer mode and whose application
+// expects the responder to speak first (perftest's ib_write_lat client
+// toward its server, as siw allows) would otherwise wait for ever. Give it
+// on Accept for such a connection only, with d well above the MPA
+// exchange (siw fails when FPDUs follow its Reply too closely); it is a
+// deliberate deviation, and has no effect when the initiator sends an
+// RTR or its own first FPDU sooner.
+func WithResponderSendFirst(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d <= 0 {
+			return badOption("responder send-first delay %v", d)
+		}
+		c.responderFirst = d
 		return nil
 	})
 }

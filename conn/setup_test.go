@@ -109,6 +109,36 @@ func TestSetup_ResponderHoldsUntilFirstFPDU(t *testing.T) {
 	client.waitOK(t, WCRecv)
 }
 
+// TestSetup_RFC5044_7_1_2_ResponderSendFirst: with WithResponderSendFirst
+// (an opt-in deviation from rule 4) a responder whose initiator sends
+// nothing and negotiated no RTR sends after the delay, not before it.
+func TestSetup_RFC5044_7_1_2_ResponderSendFirst(t *testing.T) {
+	checkLeaks(t)
+	var cBuf *MR
+	client, server := connectPair(t, pairConfig{
+		clientOpts: []Option{WithoutP2P()},
+		serverOpts: []Option{WithResponderSendFirst(1500 * time.Millisecond)},
+		beforeDial: postOneRecv(t, &cBuf),
+	})
+	sSrc := server.register(t, 8, 0)
+	copy(sSrc.Bytes(), "first!!!")
+	require.NoError(t, server.qp.PostSend(SendWR{ID: 1, Op: OpSend, Flags: Signaled, SGL: []SGE{sSrc.SGE(0, 8)}}))
+	// Not at once: the delay holds it.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var wcs [1]WorkCompletion
+	_, err := client.cq.Wait(ctx, wcs[:])
+	require.ErrorIs(t, err, context.DeadlineExceeded, "the responder sent before its delay")
+	// Then without any FPDU from the initiator.
+	wc := client.waitOK(t, WCRecv)
+	require.Equal(t, uint32(8), wc.ByteLen)
+	require.Equal(t, "first!!!", string(cBuf.Bytes()[:8]))
+	server.waitOK(t, WCSend)
+	st := client.qp.Stats()
+	sent, _ := st.FPDUs()
+	require.Zero(t, sent, "the initiator sent nothing")
+}
+
 // TestSetup_ClientSendsBeforeConnect: sends posted before Connect are held
 // and go out once connected.
 func TestSetup_SendsPostedBeforeConnect(t *testing.T) {

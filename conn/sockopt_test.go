@@ -15,7 +15,7 @@ func TestOptions_Validate(t *testing.T) {
 	for _, o := range []Option{
 		WithIRDORD(3, 1), WithIRDORD(256, 1), WithIRDORD(0, 1),
 		WithMPARevision(3), WithCRC(CRCMode(9)), WithP2P(0), WithPeerIRD(0),
-		WithMaxFPDU(10), WithTCPUserTimeout(-1), WithSetupTimeout(0), WithFirstFPDUDelay(-1),
+		WithMaxFPDU(10), WithTCPUserTimeout(-1), WithSetupTimeout(0), WithFirstFPDUDelay(-1), WithResponderSendFirst(0),
 		WithPrivateData(make([]byte, 600)),
 	} {
 		_, err := buildConfig(defaultConfig(), []Option{o})

@@ -19,6 +19,7 @@ func Example() {
 	//   get       read bytes of a sink's region to stdout
 	//   iwtest    the iwtest RDMA test peer (interop/siw/cprog/PROTOCOL.md), client or server
 	//   mpa-demo  walk through MPA connection setup and FPDU framing over loopback TCP
+	//   perftest  perftest's ib_*_bw/ib_*_lat over rdma_cm (-R), client or server
 	//   put       write a file into a sink's region and make it durable
 	//   rping     rping-compatible client and server (rdma-core's rping over siw)
 	//   sink      serve a file as remote persistent memory (iwarp-go and librpma initiators)

@@ -6,6 +6,7 @@
 //	get       read bytes of a sink's region to stdout
 //	iwtest    the iwtest RDMA test peer (interop/siw/cprog/PROTOCOL.md), client or server
 //	mpa-demo  walk through MPA connection setup and FPDU framing over loopback TCP
+//	perftest  perftest's ib_*_bw/ib_*_lat over rdma_cm (-R), client or server
 //	put       write a file into a sink's region and make it durable
 //	rping     rping-compatible client and server (rdma-core's rping over siw)
 //	sink      serve a file as remote persistent memory (iwarp-go and librpma initiators)
@@ -44,6 +45,7 @@ var commands = []command{
 	{"get", "read bytes of a sink's region to stdout", runGet},
 	{"iwtest", "the iwtest RDMA test peer (interop/siw/cprog/PROTOCOL.md), client or server", runIwtest},
 	{"mpa-demo", "walk through MPA connection setup and FPDU framing over loopback TCP", runMPADemo},
+	{"perftest", "perftest's ib_*_bw/ib_*_lat over rdma_cm (-R), client or server", runPerftest},
 	{"put", "write a file into a sink's region and make it durable", runPut},
 	{"rping", "rping-compatible client and server (rdma-core's rping over siw)", runRping},
 	{"sink", "serve a file as remote persistent memory (iwarp-go and librpma initiators)", runSink},

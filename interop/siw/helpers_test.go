@@ -25,14 +25,24 @@ const guestIP = "10.0.2.15"
 // all-<test name>.pcap, which is kept with the logs if the test fails.
 func scenario(t *testing.T, budget time.Duration) context.Context {
 	t.Helper()
+	ctx := scenarioCase(t, budget)
+	_, err := vm.StartCapture(ctx, "all-"+t.Name(), "any", "tcp", 200)
+	require.NoError(t, err)
+	return ctx
+}
+
+// scenarioCase is scenario without the header capture, for the cases of
+// a scenario that records them already (starting a capture per case
+// costs half a second each): a time budget, and the case's guest jobs
+// and host output kept if it fails.
+func scenarioCase(t *testing.T, budget time.Duration) context.Context {
+	t.Helper()
 	// Registered before Track, so it runs after Track has set up the
 	// test's folder of kept files.
 	t.Cleanup(func() { keepHostArtifacts(t) })
 	vm.Track(t)
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	t.Cleanup(cancel)
-	_, err := vm.StartCapture(ctx, "all-"+t.Name(), "any", "tcp", 200)
-	require.NoError(t, err)
 	return ctx
 }
 

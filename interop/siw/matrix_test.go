@@ -33,7 +33,10 @@ type matrixRow struct {
 	MPA       string
 	Checks    string
 	Result    string
-	Took      time.Duration
+	// Outcome, when a test sets it, is the result instead of PASS or SKIP
+	// (an environment retry).
+	Outcome string
+	Took    time.Duration
 }
 
 var matrix struct {
@@ -41,8 +44,9 @@ var matrix struct {
 	rows []*matrixRow
 }
 
-// record adds a row for t; its result is t's, taken when t finishes.
-func record(t *testing.T, r matrixRow) {
+// record adds a row for t; its result is t's, taken when t finishes. The
+// test may fill in the returned row while it runs.
+func record(t *testing.T, r matrixRow) *matrixRow {
 	t.Helper()
 	r.Test = t.Name()
 	row := &r
@@ -57,12 +61,15 @@ func record(t *testing.T, r matrixRow) {
 		switch {
 		case t.Failed():
 			row.Result = "FAIL"
+		case row.Outcome != "":
+			row.Result = row.Outcome
 		case t.Skipped():
 			row.Result = "SKIP"
 		default:
 			row.Result = "PASS"
 		}
 	})
+	return row
 }
 
 // versions reports the guest kernel (uname -r in the guest, with the

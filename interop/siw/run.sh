@@ -148,7 +148,7 @@ Leave with: poweroff -f   (or Ctrl-A x; Ctrl-A c gives the QEMU monitor)
 EOF
   qemu-system-x86_64 -accel tcg -cpu max -smp 1 -m 1024 \
     -kernel "$SIW_KERNEL" -initrd "$SIW_INITRD" \
-    -append "console=ttyS0 panic=-1 mitigations=off no_timer_check tsc=unstable loglevel=4 lab=shell" \
+    -append "console=ttyS0 panic=-1 mitigations=off no_timer_check loglevel=4 lab=shell" \
     -no-reboot -nodefaults -display none -vga none \
     -netdev "user,id=n0,ipv6=off$fwd" -device virtio-net-pci,netdev=n0 \
     -virtfs "local,path=$share,mount_tag=share,security_model=none,id=fs0" \

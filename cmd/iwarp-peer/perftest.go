@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/perftest"
+)
+
+func perftestUsage(w io.Writer) {
+	fmt.Fprint(w, `usage: iwarp-peer perftest OP [options] [SERVER]
+  OP is write_bw, read_bw, send_bw, write_lat, read_lat or send_lat; with SERVER
+  this side is the client of a perftest server there, without it the server.
+  Options are perftest's and mean what they mean there:
+  -p, --port=<port>      listen on or connect to <port> (default 18515; a server's 0
+                         picks a free one and prints it)
+  -s, --size=<size>      message size; K and M suffixes (default 65536 bw, 2 lat)
+  -n, --iters=<iters>    messages (at least 5, default 5000 write_bw, 1000 others)
+  -D, --duration=<sec>   run for <sec> seconds instead
+  -a, --all              every message size from 2 bytes to 8 MiB
+  -q, --qp=<num>         queue pairs, bandwidth tests only (default 1)
+  -t, --tx-depth=<dep>   work requests in flight (default 128 bw, 1 lat)
+  -j, --source_ip=<ip>   the server's listening address (default any)
+      --report_gbits     bandwidth in Gb/s instead of MB/s
+  -R, --rdma_cm          accepted: connections always use rdma_cm's way (iWARP)
+  -F                     accepted: no CPU clock to check (Go's monotonic clock)
+      --crc=off|preferred|required   MPA CRC (default off, as between two siw peers;
+                         a server follows a client that asks)
+`)
+	fmt.Fprint(w, metricsUsage)
+	fmt.Fprint(w, limitsUsage)
+}
+
+// sizeFlag is -s: perftest takes a K or M suffix.
+type sizeFlag struct{ v *int }
+
+func (s sizeFlag) String() string { return "" }
+func (s sizeFlag) Set(v string) error {
+	mul := int64(1)
+	switch {
+	case strings.HasSuffix(v, "K"):
+		mul, v = 1024, strings.TrimSuffix(v, "K")
+	case strings.HasSuffix(v, "M"):
+		mul, v = 1024*1024, strings.TrimSuffix(v, "M")
+	}
+	n, err := strconv.ParseInt(v, 0, 32)
+	if err != nil || n*mul < 1 || n*mul > perftest.MaxMessageSize {
+		return fmt.Errorf("message size should be between 1 and %d", perftest.MaxMessageSize)
+	}
+	*s.v = int(n * mul)
+	return nil
+}
+
+// runPerftest implements "iwarp-peer perftest OP [options] [SERVER]".
+func runPerftest(ctx context.Context, args []string, std stdio) error {
+	f := newFlags("perftest", std, perftestUsage, false)
+	switch {
+	case len(args) == 0:
+		return f.badUsage("give a test")
+	case strings.HasPrefix(args[0], "-"):
+		if err := f.parse(args); err != nil {
+			return err // -h, or a mistake
+		}
+		return f.badUsage("give the test before the options")
+	}
+	test, err := perftest.ParseTest(args[0])
+	if err != nil {
+		return f.badUsage("%v", err)
+	}
+	cfg := perftest.Config{Test: test, Output: std.out}
+	var port, secs int
+	var bind, crc string
+	for _, name := range []string{"p", "port"} {
+		f.IntVar(&port, name, perftest.DefaultPort, "")
+	}
+	for _, name := range []string{"s", "size"} {
+		f.Var(sizeFlag{&cfg.Size}, name, "")
+	}
+	for _, v := range []struct {
+		p     *int
+		names []string
+	}{{&cfg.Iters, []string{"n", "iters"}}, {&secs, []string{"D", "duration"}}, {&cfg.QPs, []string{"q", "qp"}},
+		{&cfg.TxDepth, []string{"t", "tx-depth"}}} {
+		for _, name := range v.names {
+			f.IntVar(v.p, name, 0, "")
+		}
+	}
+	f.BoolVar(&cfg.AllSizes, "a", false, "")
+	f.BoolVar(&cfg.AllSizes, "all", false, "")
+	f.BoolVar(&cfg.ReportGbits, "report_gbits", false, "")
+	f.StringVar(&bind, "j", "", "")
+	f.StringVar(&bind, "source_ip", "", "")
+	f.StringVar(&crc, "crc", "off", "")
+	metricsF, limits := f.metrics(), f.limits()
+	for _, name := range []string{"R", "rdma_cm", "F"} {
+		f.Bool(name, false, "")
+	}
+	// getopt permutes: the server's address may come before the options.
+	var server string
+	for rest := args[1:]; ; {
+		if err := f.parse(rest); err != nil {
+			return err
+		}
+		if f.NArg() == 0 {
+			break
+		}
+		if server != "" {
+			return f.badUsage("more than one server address: %q, %q", server, f.Arg(0))
+		}
+		server, rest = f.Arg(0), f.Args()[1:]
+	}
+	cfg.Duration = time.Duration(secs) * time.Second
+	modes := map[string]conn.CRCMode{"off": conn.CRCOff, "preferred": conn.CRCPreferred, "required": conn.CRCRequired}
+	mode, ok := modes[crc]
+	if !ok {
+		return f.bad("--crc %q: want off, preferred or required", crc)
+	}
+	cfg.ConnOptions = append(cfg.ConnOptions, conn.WithCRC(mode))
+	cfg.ConnOptions = append(cfg.ConnOptions, connLog(ctx)...)
+	srv, err := metricsF.serve("perftest", std)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	pd := conn.NewPD()
+	if server != "" {
+		_, err = perftest.Dial(ctx, net.JoinHostPort(server, strconv.Itoa(port)), pd, cfg)
+		return err
+	}
+	lnOpts := append(append([]conn.Option{}, cfg.ConnOptions...), limits.options()...)
+	ln, err := conn.Listen(ctx, "tcp", net.JoinHostPort(bind, strconv.Itoa(port)), lnOpts...)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	srv.AddListener(ln)
+	if port == 0 {
+		fmt.Fprintf(std.out, "listening on port %d\n", ln.Addr().(*net.TCPAddr).Port)
+	}
+	if _, err = perftest.Serve(ctx, ln, pd, cfg); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return stopped(ctx, "perftest", std)
+}
