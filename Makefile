@@ -8,7 +8,7 @@ FUZZTIME ?= 60s
 # Library packages that must build, tests included, on every supported
 # system: `make vet` names each one, so a package that build tags leave empty
 # on some system fails there. Add every new library package here.
-PORTABLE_PKGS = ./mpa ./ddp ./rdmap ./stag ./termcode ./conn ./dissect ./pcaptap ./pmemsink ./pmemsink/crashsim ./rpma ./metrics ./metrics/iwarpprom ./metrics/iwarpexpvar ./cmd/iwarp-peer
+PORTABLE_PKGS = ./mpa ./ddp ./rdmap ./stag ./termcode ./conn ./dissect ./pcaptap ./pmemsink ./pmemsink/crashsim ./rpma ./perftest ./metrics ./metrics/iwarpprom ./metrics/iwarpexpvar ./cmd/iwarp-peer
 # The GOOS/GOARCH pairs they support.
 PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 \
 	windows/amd64 windows/arm64 freebsd/amd64 freebsd/arm64

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/pmemsink"
 	"github.com/iwarp-go/iwarp-go/rdmap"
 	"github.com/iwarp-go/iwarp-go/termcode"
 )
@@ -16,6 +17,27 @@ type Report struct {
 	Listeners []Listener `json:"listeners,omitempty"`
 	// QueuePairs, in QPN order, only where asked for.
 	QueuePairs []QueuePair `json:"queue_pairs,omitempty"`
+	// Sinks are the pmemsink targets added to the source.
+	Sinks []Sink `json:"sinks,omitempty"`
+}
+
+// Sink is a pmemsink target's persists (pmemsink.Stats).
+type Sink struct {
+	Name string `json:"name"`
+	// Mode is the persistence mode in use (pmemsink.Mode's String) and
+	// Durable whether its persists make bytes durable.
+	Mode           string  `json:"mode"`
+	Durable        bool    `json:"durable"`
+	Persists       uint64  `json:"persists"`
+	BytesPersisted uint64  `json:"bytes_persisted"`
+	PersistErrors  uint64  `json:"persist_errors"`
+	PersistSeconds float64 `json:"persist_seconds"`
+}
+
+// SinkOf is a sink's report entry.
+func SinkOf(name string, info pmemsink.Info, st pmemsink.Stats) Sink {
+	return Sink{Name: name, Mode: info.Mode.String(), Durable: info.Durable, Persists: st.Persists,
+		BytesPersisted: st.BytesPersisted, PersistErrors: st.Errors, PersistSeconds: st.PersistTime.Seconds()}
 }
 
 // Counters are conn.Stats by label. The maps by opcode hold the opcodes

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/pmemsink"
 )
 
 // Source is what an exporter reports: a device and the listeners added to
@@ -16,6 +17,12 @@ type Source struct {
 
 	mu        sync.Mutex
 	listeners []*conn.Listener
+	sinks     []namedSink
+}
+
+type namedSink struct {
+	name string
+	s    *pmemsink.Sink
 }
 
 // NewSource reports dev (nil: conn.DefaultDevice(), the device conn.NewPD
@@ -52,6 +59,16 @@ func (s *Source) RemoveListener(l *conn.Listener) {
 	s.listeners = slices.DeleteFunc(s.listeners, func(x *conn.Listener) bool { return x == l })
 }
 
+// AddSink reports the persists of a pmemsink target too, under name (its
+// file's path, say); adding a sink again does nothing.
+func (s *Source) AddSink(name string, sk *pmemsink.Sink) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !slices.ContainsFunc(s.sinks, func(n namedSink) bool { return n.s == sk }) {
+		s.sinks = append(s.sinks, namedSink{name, sk})
+	}
+}
+
 // Report reads the device's totals and the listeners' counters; with
 // queuePairs also each live queue pair's counters.
 func (s *Source) Report(queuePairs bool) Report {
@@ -59,10 +76,14 @@ func (s *Source) Report(queuePairs bool) Report {
 	r := Report{Device: CountersOf(&d)}
 	s.mu.Lock()
 	ls := slices.Clone(s.listeners)
+	sinks := slices.Clone(s.sinks)
 	s.mu.Unlock()
 	for _, l := range ls {
 		st := l.Stats()
 		r.Listeners = append(r.Listeners, ListenerOf(l.Addr().String(), &st))
+	}
+	for _, n := range sinks {
+		r.Sinks = append(r.Sinks, SinkOf(n.name, n.s.Info(), n.s.Stats()))
 	}
 	if queuePairs {
 		r.QueuePairs = s.QueuePairs()

@@ -192,3 +192,27 @@ func TestClose(t *testing.T) {
 	require.ErrorIs(t, err, ErrClosed)
 	require.NoError(t, tr.Detach(), "detaching twice is harmless")
 }
+
+// Stats counts persist passes and the bytes they were asked for; a range
+// refused before any persist counts nothing, a failed persist an error.
+func TestStats_CountsPersists(t *testing.T) {
+	page := pageSize()
+	rec := &recorder{}
+	s := openT(t, tpath(memDir(t), "f"), int64(16*page), WithShadow(rec, ModeMsync))
+	require.Equal(t, Stats{}, s.Stats())
+	require.NoError(t, s.PersistRanges([]Range{{10, 5}, {page + 1, 1}, {page + 2, 100}, {10 * page, 1}}))
+	require.NoError(t, s.Persist(0, 4096))
+	require.ErrorIs(t, s.Persist(16*page, 1), ErrRange)
+	st := s.Stats()
+	require.Equal(t, uint64(2), st.Persists)
+	require.Equal(t, uint64(5+1+100+1+4096), st.BytesPersisted)
+	require.Zero(t, st.Errors)
+	require.Positive(t, st.PersistTime, "two msync passes took some time")
+
+	rec.fail = syscall.EIO
+	require.Error(t, s.Persist(0, 1))
+	require.Error(t, s.Persist(0, 1))
+	st = s.Stats()
+	require.Equal(t, uint64(2), st.Persists, "failed persists are not persists")
+	require.Equal(t, uint64(2), st.Errors)
+}

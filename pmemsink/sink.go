@@ -37,16 +37,17 @@ const (
 // that a fault (a truncated file, a media error) becomes an error instead
 // of a crash.
 type Sink struct {
-	info   Info
-	cfg    config
-	fd     int
-	mapped []byte // the whole mapping, a multiple of the page size
-	mem    []byte // the region, mapped[:Size]
-	kind   persistKind
-	fl     flusher
-	page   uint64
-	gran   uint64
-	failed atomic.Pointer[PersistError]
+	info     Info
+	cfg      config
+	fd       int
+	mapped   []byte // the whole mapping, a multiple of the page size
+	mem      []byte // the region, mapped[:Size]
+	kind     persistKind
+	fl       flusher
+	page     uint64
+	gran     uint64
+	failed   atomic.Pointer[PersistError]
+	counters sinkCounters
 	// persistSlots bounds the persists registrations run at once.
 	persistSlots chan struct{}
 
@@ -176,8 +177,15 @@ func (s *Sink) leave() {
 	s.mu.Unlock()
 }
 
-// persist does the work for checked ranges.
+// persist does the work for checked ranges, and counts it.
 func (s *Sink) persist(rs ...Range) error {
+	start := time.Now()
+	err := s.persistRanges(rs)
+	s.counters.record(rs, time.Since(start), err)
+	return err
+}
+
+func (s *Sink) persistRanges(rs []Range) error {
 	if e := s.failed.Load(); e != nil {
 		return e
 	}

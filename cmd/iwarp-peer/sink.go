@@ -62,6 +62,7 @@ func runSink(ctx context.Context, args []string, std stdio) error {
 	}
 	defer srv.Close()
 	cfg.Listening = srv.AddListener
+	cfg.Opened = func(s *pmemsink.Sink) { srv.AddSink(cfg.File, s) }
 	cfg.Options = append(limits.options(), connLog(ctx)...)
 	return sinkpeer.Serve(ctx, cfg)
 }

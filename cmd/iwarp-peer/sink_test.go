@@ -222,3 +222,35 @@ func TestSink_PutGetCommands(t *testing.T) {
 	require.Contains(t, out2, "usage 0x39")
 	require.Regexp(t, `conn \d closed: 97\.7 KiB written in \d+ placements, 1 persists`, out2)
 }
+
+// sink --metrics: the persists of three flushes (one per method) are in
+// the Prometheus series and in stat's table.
+func TestSink_Metrics(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "sink")
+	srv, maddr := server(t, "sink", "-a", "127.0.0.1", "-p", "0", "--file", file, "--size", "1m")
+	port := srv.waitFor(t, `listening on port (\d+)\n`)
+	src := filepath.Join(dir, "src")
+	require.NoError(t, os.WriteFile(src, bytes.Repeat([]byte{7}, 100000), 0o600))
+	before := scrape(t, maddr)
+	require.Zero(t, before[k("iwarp_pmem_persists_total", "sink", file)])
+	for _, m := range []string{"extension", "gpspm", "read"} {
+		code, _, errb := runCmd(t.Context(), "put", "-a", "127.0.0.1", "-p", port, "--method", m, src)
+		require.Equal(t, 0, code, errb)
+	}
+	s := scrape(t, maddr)
+	require.Equal(t, float64(3), s[k("iwarp_pmem_persists_total", "sink", file)], "one persist per flush")
+	require.GreaterOrEqual(t, s[k("iwarp_pmem_persisted_bytes_total", "sink", file)], float64(3*100000))
+	require.Zero(t, s[k("iwarp_pmem_persist_errors_total", "sink", file)])
+	var info []string
+	for key := range s {
+		if strings.HasPrefix(key, "iwarp_pmem_sink_info{") {
+			info = append(info, key)
+		}
+	}
+	require.Len(t, info, 1, "one sink")
+	code, out, errb := runCmd(t.Context(), "stat", "--once", maddr)
+	require.Equal(t, 0, code, errb)
+	require.Regexp(t, `(?m)^sink `+regexp.QuoteMeta(file)+`: \w+ \((not )?durable\); 3 persists of [0-9.]+ KiB, mean \S+; 0 persist errors$`, out)
+	srv.stopped(t)
+}

@@ -115,4 +115,15 @@ listener [::]:7175: 1 accepted, 0 refused
 	b.Reset()
 	require.NoError(t, Table(&b, &metrics.Report{}, nil, 0))
 	require.Equal(t, "device: 0 connections, 0 open; sent 0 FPDUs, 0 B; received 0 FPDUs, 0 B; 0 CRC errors; Terminates 0 sent, 0 received\nno live queue pairs\n", b.String())
+
+	b.Reset()
+	sinks := &metrics.Report{Sinks: []metrics.Sink{
+		{Name: "/pmem/a", Mode: "dax", Durable: true, Persists: 4, BytesPersisted: 8192, PersistSeconds: 0.0002},
+		{Name: "/tmp/b", Mode: "volatile"},
+	}}
+	require.NoError(t, Table(&b, sinks, nil, 0))
+	require.Equal(t, []string{
+		"sink /pmem/a: dax (durable); 4 persists of 8 KiB, mean 50µs; 0 persist errors",
+		"sink /tmp/b: volatile (not durable); 0 persists of 0 B, mean -; 0 persist errors",
+	}, strings.Split(b.String(), "\n")[1:3])
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/iwarp-go/iwarp-go/conn"
 	"github.com/iwarp-go/iwarp-go/metrics"
 	"github.com/iwarp-go/iwarp-go/metrics/iwarpprom"
+	"github.com/iwarp-go/iwarp-go/pmemsink"
 )
 
 // ReportPath is where the endpoint serves the JSON report (a
@@ -78,6 +79,13 @@ func (s *Server) Addr() net.Addr {
 func (s *Server) AddListener(l *conn.Listener) {
 	if s != nil {
 		s.src.AddListener(l)
+	}
+}
+
+// AddSink reports a pmemsink target's persists too, under name.
+func (s *Server) AddSink(name string, sk *pmemsink.Sink) {
+	if s != nil {
+		s.src.AddSink(name, sk)
 	}
 }
 

@@ -36,6 +36,18 @@ func Table(w io.Writer, r, prev *metrics.Report, elapsed time.Duration) error {
 		}
 		fmt.Fprintln(w)
 	}
+	for _, s := range r.Sinks {
+		durable := "not durable"
+		if s.Durable {
+			durable = "durable"
+		}
+		mean := "-"
+		if s.Persists > 0 {
+			mean = time.Duration(s.PersistSeconds / float64(s.Persists) * 1e9).String()
+		}
+		fmt.Fprintf(w, "sink %s: %s (%s); %d persists of %s, mean %s; %d persist errors\n",
+			s.Name, s.Mode, durable, s.Persists, units.Bytes(int64(s.BytesPersisted)), mean, s.PersistErrors)
+	}
 	if len(r.QueuePairs) == 0 {
 		_, err := fmt.Fprintln(w, "no live queue pairs")
 		return err

@@ -41,6 +41,8 @@ type SinkConfig struct {
 	Ready func(net.Addr)
 	// Listening, if set, is given the listener once it listens (metrics).
 	Listening func(*conn.Listener)
+	// Opened, if set, is given the sink once it is open (metrics).
+	Opened func(*pmemsink.Sink)
 	// Options are added to the listener's (limits, a logger, tests).
 	Options []conn.Option
 }
@@ -52,6 +54,9 @@ func Serve(ctx context.Context, cfg SinkConfig) error {
 	s, err := pmemsink.Open(cfg.File, cfg.Size, pmemsink.WithMode(cfg.Mode))
 	if err != nil {
 		return err
+	}
+	if cfg.Opened != nil {
+		cfg.Opened(s)
 	}
 	ln, err := conn.Listen(ctx, "tcp", net.JoinHostPort(cfg.Addr, strconv.Itoa(cfg.Port)), cfg.Options...)
 	if err != nil {

@@ -20,6 +20,8 @@ type Collector struct {
 	connections, closed, open, setup, rejRx *prometheus.Desc
 	qpSetup                                 *prometheus.Desc
 	lnAccepted, lnRefused                   *prometheus.Desc
+	sinkInfo, persists, persisted           *prometheus.Desc
+	persistErrs, persistTime                *prometheus.Desc
 }
 
 // Option configures a Collector.
@@ -62,13 +64,19 @@ func NewCollector(src *metrics.Source, opts ...Option) *Collector {
 		qpSetup:     desc("iwarp_qp_setup_seconds", "Time the queue pair's connection setup took.", qpLabels...),
 		lnAccepted:  desc("iwarp_listener_accepted_total", "TCP connections a listener accepted.", "listener"),
 		lnRefused:   desc("iwarp_listener_refused_total", "Connections a listener turned away, by reason.", "listener", "reason"),
+		sinkInfo:    desc("iwarp_pmem_sink_info", "A pmemsink target: its persistence mode, and whether its persists make bytes durable (1).", "sink", "mode", "durable"),
+		persists:    desc("iwarp_pmem_persists_total", "Persist passes a pmemsink target ran (one fence, or one series of msyncs, per flush).", "sink"),
+		persisted:   desc("iwarp_pmem_persisted_bytes_total", "Bytes of the ranges the persists were asked for, before rounding to lines or pages.", "sink"),
+		persistErrs: desc("iwarp_pmem_persist_errors_total", "Persists that failed (the sink fails every later one too).", "sink"),
+		persistTime: desc("iwarp_pmem_persist_seconds_total", "Time the persists took, in all (with iwarp_pmem_persists_total: the mean persist latency).", "sink"),
 	}
 }
 
 // Describe sends the descriptions of every series the collector makes.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.dev.describe(ch)
-	for _, d := range []*prometheus.Desc{c.connections, c.closed, c.open, c.setup, c.rejRx, c.lnAccepted, c.lnRefused} {
+	for _, d := range []*prometheus.Desc{c.connections, c.closed, c.open, c.setup, c.rejRx, c.lnAccepted, c.lnRefused,
+		c.sinkInfo, c.persists, c.persisted, c.persistErrs, c.persistTime} {
 		ch <- d
 	}
 	if c.perQP {
@@ -95,6 +103,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for _, reason := range metrics.RefusalReasons {
 			counter(c.lnRefused, float64(l.Refused[reason.Label]), l.Addr, reason.Label)
 		}
+	}
+	for _, s := range r.Sinks {
+		ch <- prometheus.MustNewConstMetric(c.sinkInfo, prometheus.GaugeValue, 1, s.Name, s.Mode, strconv.FormatBool(s.Durable))
+		counter(c.persists, float64(s.Persists), s.Name)
+		counter(c.persisted, float64(s.BytesPersisted), s.Name)
+		counter(c.persistErrs, float64(s.PersistErrors), s.Name)
+		counter(c.persistTime, s.PersistSeconds, s.Name)
 	}
 	for i := range r.QueuePairs {
 		q := &r.QueuePairs[i]

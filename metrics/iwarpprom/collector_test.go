@@ -1,6 +1,8 @@
 package iwarpprom_test
 
 import (
+	"errors"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/iwarp-go/iwarp-go/internal/promtest"
 	"github.com/iwarp-go/iwarp-go/metrics"
 	"github.com/iwarp-go/iwarp-go/metrics/iwarpprom"
+	"github.com/iwarp-go/iwarp-go/pmemsink"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -180,6 +183,33 @@ func TestCollector_Lint(t *testing.T) {
 	dev, p := newPair(t)
 	src := metrics.NewSource(dev, p.Listener)
 	problems, err := testutil.CollectAndLint(iwarpprom.NewCollector(src, iwarpprom.PerQueuePair()))
+	require.NoError(t, err)
+	require.Empty(t, problems)
+}
+
+// A sink's series count its persists; its mode is in the info series.
+func TestCollector_Sink(t *testing.T) {
+	sk, err := pmemsink.Open(filepath.Join(t.TempDir(), "region"), 1<<16, pmemsink.WithMode(pmemsink.ModeVolatile))
+	if errors.Is(err, errors.ErrUnsupported) {
+		t.Skip(err)
+	}
+	require.NoError(t, err)
+	defer sk.Close()
+	dev, err := conn.NewDevice()
+	require.NoError(t, err)
+	src := metrics.NewSource(dev)
+	src.AddSink("region", sk)
+	src.AddSink("again", sk) // the same sink: nothing new
+	require.NoError(t, sk.Persist(0, 100))
+	require.NoError(t, sk.PersistRanges([]pmemsink.Range{{Off: 4096, Len: 8}, {Off: 9000, Len: 1}}))
+	s := gather(t, src)
+	require.Equal(t, float64(1), s[k("iwarp_pmem_sink_info", "sink", "region", "mode", "volatile", "durable", "false")])
+	require.Equal(t, float64(2), s[k("iwarp_pmem_persists_total", "sink", "region")])
+	require.Equal(t, float64(109), s[k("iwarp_pmem_persisted_bytes_total", "sink", "region")])
+	require.Zero(t, s[k("iwarp_pmem_persist_errors_total", "sink", "region")])
+	require.Contains(t, s, k("iwarp_pmem_persist_seconds_total", "sink", "region"))
+	require.NotContains(t, s, k("iwarp_pmem_persists_total", "sink", "again"))
+	problems, err := testutil.CollectAndLint(iwarpprom.NewCollector(src))
 	require.NoError(t, err)
 	require.Empty(t, problems)
 }

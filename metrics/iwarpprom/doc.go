@@ -26,6 +26,14 @@
 //	iwarp_listener_accepted_total{listener}        TCP connections accepted
 //	iwarp_listener_refused_total{listener,reason}  turned away, by metrics.RefusalReasons
 //
+// A pmemsink target's (metrics.Source.AddSink), labelled by its name:
+//
+//	iwarp_pmem_sink_info{sink,mode,durable}  1: the persistence mode, and whether persists are durable
+//	iwarp_pmem_persists_total{sink}          persist passes (a fence, or a series of msyncs, per flush)
+//	iwarp_pmem_persisted_bytes_total{sink}   bytes of the ranges persisted (before rounding)
+//	iwarp_pmem_persist_errors_total{sink}    persists that failed
+//	iwarp_pmem_persist_seconds_total{sink}   time the persists took (÷ persists: mean latency)
+//
 // With PerQueuePair, each live queue pair's series too, labelled by qpn and
 // remote: iwarp_qp_fpdus_sent_total, iwarp_qp_fpdus_received_total,
 // iwarp_qp_bytes_sent_total, iwarp_qp_bytes_received_total,
