@@ -29,8 +29,31 @@ if [ "$mode" = budget ]; then
   each="${per}s"
 fi
 echo "fuzz: $n targets, ${each} each"
+# Go 1.26's fuzz coordinator can fail a run at the -fuzztime deadline with
+# a bare "context deadline exceeded" and no failing input (go.dev/issue/75804,
+# fixed in Go 1.27), most often on a loaded machine. Such a run is repeated
+# once; a failure that wrote a failing input, or any other failure, counts.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+fuzz_one() {
+  local rc=0
+  $GO test -run '^$' -fuzz "^$2\$" -fuzztime "$each" "$1" 2>&1 | tee "$log" || rc=1
+  if [ $rc -ne 0 ] && grep -q '^    context deadline exceeded$' "$log" && ! grep -q 'Failing input written to' "$log"; then
+    return 2
+  fi
+  return $rc
+}
 for t in "${targets[@]}"; do
   set -- $t
   echo "== $2 ($1)"
-  $GO test -run '^$' -fuzz "^$2\$" -fuzztime "$each" "$1"
+  rc=0; fuzz_one "$1" "$2" || rc=$?
+  if [ $rc -eq 2 ]; then
+    echo "fuzz: $2 stopped by the coordinator's deadline race (go.dev/issue/75804), no failing input; once more"
+    rc=0; fuzz_one "$1" "$2" || rc=$?
+    if [ $rc -eq 2 ]; then
+      echo "fuzz: $2 hit the deadline race twice, with no failing input: not counted as a failure"
+      rc=0
+    fi
+  fi
+  [ $rc -eq 0 ] || exit 1
 done
