@@ -22,21 +22,7 @@ func TestRping_ServerLimits(t *testing.T) {
 	addr := net.JoinHostPort("127.0.0.1", port)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-
-	idle, err := conn.NewPD().NewQP(conn.NewCQ(8), conn.QPCaps{})
-	require.NoError(t, err)
-	defer idle.Close()
-	require.NoError(t, idle.Connect(ctx, "tcp", addr))
-
-	// The second connection is closed before any MPA exchange.
-	c, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	_, err = c.Read(make([]byte, 1))
-	require.Error(t, err, "a connection over --max-conns is closed")
-	var ne net.Error
-	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the connection over --max-conns stayed open")
-	c.Close()
+	idle := holdAndRefuse(ctx, t, addr)
 	require.Eventually(t, func() bool { return strings.Contains(srv.stderr.String(), "connection refused") },
 		10*time.Second, 10*time.Millisecond, "the refusal is logged without -d: %s", srv.stderr.String())
 
@@ -57,6 +43,26 @@ func TestRping_ServerLimits(t *testing.T) {
 
 	srv.stop(context.Canceled)
 	require.Equal(t, 0, srv.exit(t), srv.stderr.String())
+}
+
+// holdAndRefuse connects a queue pair to a server run with --max-conns 1
+// and checks that a second connection is then closed before any MPA
+// exchange. It returns the queue pair holding the one place.
+func holdAndRefuse(ctx context.Context, t *testing.T, addr string) *conn.QP {
+	t.Helper()
+	held, err := conn.NewPD().NewQP(conn.NewCQ(8), conn.QPCaps{})
+	require.NoError(t, err)
+	t.Cleanup(func() { held.Close() })
+	require.NoError(t, held.Connect(ctx, "tcp", addr))
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err = c.Read(make([]byte, 1))
+	require.Error(t, err, "a connection over --max-conns is closed")
+	var ne net.Error
+	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the connection over --max-conns stayed open")
+	return held
 }
 
 func TestLimits_Flags(t *testing.T) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"net"
 	"strconv"
 	"testing"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/iwarp-go/iwarp-go/conn"
 )
 
 // TestPerftestCommand: a server and a client of iwarp-peer perftest over
@@ -59,19 +56,7 @@ func TestPerftestCommand_LimitsAndMetrics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
-	held, err := conn.NewPD().NewQP(conn.NewCQ(8), conn.QPCaps{})
-	require.NoError(t, err)
-	defer held.Close()
-	require.NoError(t, held.Connect(ctx, "tcp", addr))
-
-	c, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	_, err = c.Read(make([]byte, 1))
-	require.Error(t, err, "a connection over --max-conns is closed")
-	var ne net.Error
-	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the connection over --max-conns stayed open")
-	c.Close()
+	held := holdAndRefuse(ctx, t, addr)
 	capped := k("iwarp_listener_refused_total", "listener", addr, "reason", "max_connections")
 	require.Eventually(t, func() bool { return scrape(t, maddr)[capped] == 1 },
 		10*time.Second, 10*time.Millisecond, "the refusal is counted: %v", scrape(t, maddr)[capped])
