@@ -12,6 +12,7 @@ import (
 
 	"github.com/iwarp-go/iwarp-go/conn"
 	"github.com/iwarp-go/iwarp-go/internal/bench"
+	"github.com/iwarp-go/iwarp-go/internal/connlog"
 	"github.com/iwarp-go/iwarp-go/internal/negotiated"
 	"github.com/iwarp-go/iwarp-go/internal/progress"
 	"github.com/iwarp-go/iwarp-go/internal/units"
@@ -157,7 +158,7 @@ func runBench(ctx context.Context, args []string, std stdio) error {
 		return err
 	}
 	defer srv.Close()
-	cfg.Options = connLog(ctx)
+	cfg.Options = connlog.Options(ctx)
 	if b.server {
 		addr := b.addr
 		if addr == "" {

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/iwarp-go/iwarp-go/internal/getopt"
 )
 
 // flags is a command's flag set. -h prints the command's usage on stdout
@@ -39,7 +41,7 @@ func (f *flags) printUsage(w io.Writer) {
 // parse parses args; getopt-style clusters of one-letter flags ("-vV",
 // "-C10") are expanded first.
 func (f *flags) parse(args []string) error {
-	err := f.Parse(expandShortFlags(f.FlagSet, args))
+	err := f.Parse(getopt.Expand(f.FlagSet, args))
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		f.printUsage(f.std.out)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/internal/connlog"
 	"github.com/iwarp-go/iwarp-go/internal/iwtest"
 	"github.com/iwarp-go/iwarp-go/internal/units"
 )
@@ -163,7 +164,7 @@ func runIwtest(ctx context.Context, args []string, std stdio) error {
 	if err != nil {
 		return f.bad("%v", err)
 	}
-	cfg.Options, cfg.Rev = append(opts, connLog(ctx)...), m.rev
+	cfg.Options, cfg.Rev = append(opts, connlog.Options(ctx)...), m.rev
 	srv, err := mf.serve("iwtest", std)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/internal/connlog"
 	"github.com/iwarp-go/iwarp-go/perftest"
 )
 
@@ -122,7 +123,7 @@ func runPerftest(ctx context.Context, args []string, std stdio) error {
 		return f.bad("--crc %q: want off, preferred or required", crc)
 	}
 	cfg.ConnOptions = append(cfg.ConnOptions, conn.WithCRC(mode))
-	cfg.ConnOptions = append(cfg.ConnOptions, connLog(ctx)...)
+	cfg.ConnOptions = append(cfg.ConnOptions, connlog.Options(ctx)...)
 	srv, err := metricsF.serve("perftest", std)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 
+	"github.com/iwarp-go/iwarp-go/internal/connlog"
 	"github.com/iwarp-go/iwarp-go/internal/rping"
 )
 
@@ -107,7 +108,7 @@ func runRping(ctx context.Context, args []string, std stdio) error {
 	defer srv.Close()
 	cfg := a.cfg
 	cfg.Listening = srv.AddListener
-	cfg.Options = append(cfg.Options, connLog(ctx)...)
+	cfg.Options = append(cfg.Options, connlog.Options(ctx)...)
 	if a.client {
 		return reported(rping.Client(ctx, cfg))
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 
+	"github.com/iwarp-go/iwarp-go/internal/connlog"
 	"github.com/iwarp-go/iwarp-go/internal/sinkpeer"
 	"github.com/iwarp-go/iwarp-go/internal/units"
 	"github.com/iwarp-go/iwarp-go/pmemsink"
@@ -62,7 +63,7 @@ func runSink(ctx context.Context, args []string, std stdio) error {
 	}
 	defer srv.Close()
 	cfg.Listening = srv.AddListener
-	cfg.Options = append(limits.options(), connLog(ctx)...)
+	cfg.Options = append(limits.options(), connlog.Options(ctx)...)
 	return sinkpeer.Serve(ctx, cfg)
 }
 
