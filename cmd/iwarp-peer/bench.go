@@ -12,6 +12,7 @@ import (
 
 	"github.com/iwarp-go/iwarp-go/conn"
 	"github.com/iwarp-go/iwarp-go/internal/bench"
+	"github.com/iwarp-go/iwarp-go/internal/connflags"
 	"github.com/iwarp-go/iwarp-go/internal/connlog"
 	"github.com/iwarp-go/iwarp-go/internal/negotiated"
 	"github.com/iwarp-go/iwarp-go/internal/progress"
@@ -44,7 +45,7 @@ type benchFlags struct {
 	maxSessions                int
 	cpuProfile                 string
 	metrics                    *metricsFlag
-	limits                     *limitsFlag
+	limits                     *connflags.Limits
 }
 
 func parseBench(args []string, std stdio) (*bench.Config, *benchFlags, error) {
@@ -164,7 +165,7 @@ func runBench(ctx context.Context, args []string, std stdio) error {
 		if addr == "" {
 			addr = "0.0.0.0"
 		}
-		opts := append(append(bench.ConnOptions(cfg.CRC), cfg.Options...), b.limits.options()...)
+		opts := append(append(bench.ConnOptions(cfg.CRC), cfg.Options...), b.limits.Options()...)
 		ln, err := conn.Listen(ctx, "tcp", net.JoinHostPort(addr, strconv.Itoa(b.port)), opts...)
 		if err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/iwarp-go/iwarp-go/internal/connflags"
 	"github.com/iwarp-go/iwarp-go/internal/getopt"
 )
 
@@ -18,8 +19,8 @@ type flags struct {
 	// package's list of flags and defaults after it.
 	usage        func(w io.Writer)
 	withDefaults bool
-	metricsFlag  *metricsFlag // f.metrics()
-	limitsFlag   *limitsFlag  // f.limits()
+	metricsFlag  *metricsFlag      // f.metrics()
+	limitsFlag   *connflags.Limits // f.limits()
 }
 
 func newFlags(name string, std stdio, usage func(io.Writer), withDefaults bool) *flags {
@@ -52,7 +53,9 @@ func (f *flags) parse(args []string) error {
 	case f.metricsFlag != nil && f.metricsFlag.perQP && f.metricsFlag.addr == "":
 		return f.bad("--metrics-qps needs --metrics ADDR")
 	case f.limitsFlag != nil:
-		return f.limitsFlag.check(f)
+		if err := f.limitsFlag.Check(); err != nil {
+			return f.bad("%v", err)
+		}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/internal/connflags"
 	"github.com/iwarp-go/iwarp-go/internal/connlog"
 	"github.com/iwarp-go/iwarp-go/internal/iwtest"
 	"github.com/iwarp-go/iwarp-go/internal/units"
@@ -67,7 +68,7 @@ func runIwtest(ctx context.Context, args []string, std stdio) error {
 	var server, client, ignored bool
 	var timeoutSec, waitSec int
 	var dirs, provoke, printPattern string
-	var m mpaFlags
+	var m connflags.MPA
 	f := newFlags("iwtest", std, iwtestUsage, false)
 	both := func(short, long string, def any, p any) {
 		for _, name := range []string{short, long} {
@@ -126,7 +127,7 @@ func runIwtest(ctx context.Context, args []string, std stdio) error {
 	f.BoolVar(&ignored, "require-inv-report", false, "")
 	f.StringVar(&printPattern, "print-pattern", "", "")
 	both("v", "verbose", nil, &cfg.Verbose)
-	m.register(f.FlagSet)
+	m.Register(f.FlagSet)
 	mf := f.metrics()
 	if err := f.parse(args); err != nil {
 		return err
@@ -160,11 +161,11 @@ func runIwtest(ctx context.Context, args []string, std stdio) error {
 	if err := cfg.Check(server); err != nil {
 		return f.bad("%v", err)
 	}
-	opts, err := m.options()
+	opts, err := m.Options()
 	if err != nil {
 		return f.bad("%v", err)
 	}
-	cfg.Options, cfg.Rev = append(opts, connlog.Options(ctx)...), m.rev
+	cfg.Options, cfg.Rev = append(opts, connlog.Options(ctx)...), m.Rev
 	srv, err := mf.serve("iwtest", std)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/internal/connflags"
 	"github.com/iwarp-go/iwarp-go/internal/connlog"
 	"github.com/iwarp-go/iwarp-go/perftest"
 )
@@ -117,10 +118,9 @@ func runPerftest(ctx context.Context, args []string, std stdio) error {
 		server, rest = f.Arg(0), f.Args()[1:]
 	}
 	cfg.Duration = time.Duration(secs) * time.Second
-	modes := map[string]conn.CRCMode{"off": conn.CRCOff, "preferred": conn.CRCPreferred, "required": conn.CRCRequired}
-	mode, ok := modes[crc]
-	if !ok {
-		return f.bad("--crc %q: want off, preferred or required", crc)
+	mode, err := connflags.ParseCRC(crc)
+	if err != nil {
+		return f.bad("%v", err)
 	}
 	cfg.ConnOptions = append(cfg.ConnOptions, conn.WithCRC(mode))
 	cfg.ConnOptions = append(cfg.ConnOptions, connlog.Options(ctx)...)
@@ -134,7 +134,7 @@ func runPerftest(ctx context.Context, args []string, std stdio) error {
 		_, err = perftest.Dial(ctx, net.JoinHostPort(server, strconv.Itoa(port)), pd, cfg)
 		return err
 	}
-	lnOpts := append(append([]conn.Option{}, cfg.ConnOptions...), limits.options()...)
+	lnOpts := append(append([]conn.Option{}, cfg.ConnOptions...), limits.Options()...)
 	ln, err := conn.Listen(ctx, "tcp", net.JoinHostPort(bind, strconv.Itoa(port)), lnOpts...)
 	if err != nil {
 		return err

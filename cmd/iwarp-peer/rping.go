@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 
+	"github.com/iwarp-go/iwarp-go/internal/connflags"
 	"github.com/iwarp-go/iwarp-go/internal/connlog"
 	"github.com/iwarp-go/iwarp-go/internal/rping"
 )
@@ -39,9 +40,9 @@ interop options:
 type rpingArgs struct {
 	cfg            *rping.Config
 	server, client bool
-	mpa            mpaFlags
+	mpa            connflags.MPA
 	metrics        *metricsFlag
-	limits         *limitsFlag
+	limits         *connflags.Limits
 }
 
 // parseRping reads rping's command line: the one-letter flags and their
@@ -64,7 +65,7 @@ func parseRping(args []string, std stdio) (*rpingArgs, error) {
 	f.BoolVar(&cfg.Validate, "V", false, "")
 	f.BoolVar(&cfg.Debug, "d", false, "")
 	f.Bool("q", false, "")
-	m.register(f.FlagSet)
+	m.Register(f.FlagSet)
 	a.metrics = f.metrics()
 	a.limits = f.limits()
 	if err := f.parse(args); err != nil {
@@ -86,12 +87,12 @@ func parseRping(args []string, std stdio) (*rpingArgs, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, f.bad("%v", err)
 	}
-	if cfg.Options, err = m.options(); err != nil {
+	if cfg.Options, err = m.Options(); err != nil {
 		return nil, f.bad("%v", err)
 	}
 	if a.server {
-		cfg.Rev = m.rev
-		cfg.Options = append(cfg.Options, a.limits.options()...)
+		cfg.Rev = m.Rev
+		cfg.Options = append(cfg.Options, a.limits.Options()...)
 	}
 	return a, nil
 }

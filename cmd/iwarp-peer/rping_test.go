@@ -64,8 +64,8 @@ func TestRping_Flags(t *testing.T) {
 	require.True(t, a.server && a.cfg.Persistent)
 	require.Equal(t, 26, a.cfg.Size)
 	require.Equal(t, rping.Port, 7174)
-	require.Equal(t, "required", a.mpa.crc)
-	require.Equal(t, "none", a.mpa.p2p)
+	require.Equal(t, "required", a.mpa.CRC)
+	require.Equal(t, "none", a.mpa.P2P)
 	require.Len(t, a.cfg.Options, 2+3, "the CRC, the RTR choice and the server limits")
 }
 

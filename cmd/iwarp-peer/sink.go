@@ -63,7 +63,7 @@ func runSink(ctx context.Context, args []string, std stdio) error {
 	}
 	defer srv.Close()
 	cfg.Listening = srv.AddListener
-	cfg.Options = append(limits.options(), connlog.Options(ctx)...)
+	cfg.Options = append(limits.Options(), connlog.Options(ctx)...)
 	return sinkpeer.Serve(ctx, cfg)
 }
 
