@@ -39,26 +39,6 @@ func perftestUsage(w io.Writer) {
 	fmt.Fprint(w, limitsUsage)
 }
 
-// sizeFlag is -s: perftest takes a K or M suffix.
-type sizeFlag struct{ v *int }
-
-func (s sizeFlag) String() string { return "" }
-func (s sizeFlag) Set(v string) error {
-	mul := int64(1)
-	switch {
-	case strings.HasSuffix(v, "K"):
-		mul, v = 1024, strings.TrimSuffix(v, "K")
-	case strings.HasSuffix(v, "M"):
-		mul, v = 1024*1024, strings.TrimSuffix(v, "M")
-	}
-	n, err := strconv.ParseInt(v, 0, 32)
-	if err != nil || n*mul < 1 || n*mul > perftest.MaxMessageSize {
-		return fmt.Errorf("message size should be between 1 and %d", perftest.MaxMessageSize)
-	}
-	*s.v = int(n * mul)
-	return nil
-}
-
 // runPerftest implements "iwarp-peer perftest OP [options] [SERVER]".
 func runPerftest(ctx context.Context, args []string, std stdio) error {
 	f := newFlags("perftest", std, perftestUsage, false)
@@ -82,7 +62,10 @@ func runPerftest(ctx context.Context, args []string, std stdio) error {
 		f.IntVar(&port, name, perftest.DefaultPort, "")
 	}
 	for _, name := range []string{"s", "size"} {
-		f.Var(sizeFlag{&cfg.Size}, name, "")
+		f.Func(name, "", func(v string) (err error) {
+			cfg.Size, err = perftest.ParseSize(v)
+			return err
+		})
 	}
 	for _, v := range []struct {
 		p     *int
