@@ -14,6 +14,7 @@ import (
 	"github.com/iwarp-go/iwarp-go/internal/bench"
 	"github.com/iwarp-go/iwarp-go/internal/connflags"
 	"github.com/iwarp-go/iwarp-go/internal/connlog"
+	"github.com/iwarp-go/iwarp-go/internal/metricshttp"
 	"github.com/iwarp-go/iwarp-go/internal/negotiated"
 	"github.com/iwarp-go/iwarp-go/internal/progress"
 	"github.com/iwarp-go/iwarp-go/internal/units"
@@ -44,7 +45,7 @@ type benchFlags struct {
 	port                       int
 	maxSessions                int
 	cpuProfile                 string
-	metrics                    *metricsFlag
+	metrics                    *metricshttp.Flags
 	limits                     *connflags.Limits
 }
 
@@ -154,7 +155,7 @@ func runBench(ctx context.Context, args []string, std stdio) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	srv, err := b.metrics.serve("bench", std)
+	srv, err := serveMetrics(b.metrics, "bench", std)
 	if err != nil {
 		return err
 	}

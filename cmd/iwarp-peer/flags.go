@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/iwarp-go/iwarp-go/internal/connflags"
 	"github.com/iwarp-go/iwarp-go/internal/getopt"
 )
 
@@ -19,8 +18,9 @@ type flags struct {
 	// package's list of flags and defaults after it.
 	usage        func(w io.Writer)
 	withDefaults bool
-	metricsFlag  *metricsFlag      // f.metrics()
-	limitsFlag   *connflags.Limits // f.limits()
+	// checks are the checks of flag groups (f.metrics(), f.limits()),
+	// run in turn after parsing.
+	checks []func() error
 }
 
 func newFlags(name string, std stdio, usage func(io.Writer), withDefaults bool) *flags {
@@ -50,10 +50,9 @@ func (f *flags) parse(args []string) error {
 	case err != nil: // the flag package has said what is wrong
 		f.printUsage(f.std.err)
 		return errUsage
-	case f.metricsFlag != nil && f.metricsFlag.perQP && f.metricsFlag.addr == "":
-		return f.bad("--metrics-qps needs --metrics ADDR")
-	case f.limitsFlag != nil:
-		if err := f.limitsFlag.Check(); err != nil {
+	}
+	for _, check := range f.checks {
+		if err := check(); err != nil {
 			return f.bad("%v", err)
 		}
 	}

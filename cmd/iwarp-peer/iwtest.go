@@ -166,7 +166,7 @@ func runIwtest(ctx context.Context, args []string, std stdio) error {
 		return f.bad("%v", err)
 	}
 	cfg.Options, cfg.Rev = append(opts, connlog.Options(ctx)...), m.Rev
-	srv, err := mf.serve("iwtest", std)
+	srv, err := serveMetrics(mf, "iwtest", std)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,6 @@ const limitsUsage = `server limits (0 lifts one):
 func (f *flags) limits() *connflags.Limits {
 	l := &connflags.Limits{}
 	l.Register(f.FlagSet)
-	f.limitsFlag = l
+	f.checks = append(f.checks, l.Check)
 	return l
 }

@@ -107,7 +107,7 @@ func runPerftest(ctx context.Context, args []string, std stdio) error {
 	}
 	cfg.ConnOptions = append(cfg.ConnOptions, conn.WithCRC(mode))
 	cfg.ConnOptions = append(cfg.ConnOptions, connlog.Options(ctx)...)
-	srv, err := metricsF.serve("perftest", std)
+	srv, err := serveMetrics(metricsF, "perftest", std)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/iwarp-go/iwarp-go/internal/connflags"
 	"github.com/iwarp-go/iwarp-go/internal/connlog"
+	"github.com/iwarp-go/iwarp-go/internal/metricshttp"
 	"github.com/iwarp-go/iwarp-go/internal/rping"
 )
 
@@ -41,7 +42,7 @@ type rpingArgs struct {
 	cfg            *rping.Config
 	server, client bool
 	mpa            connflags.MPA
-	metrics        *metricsFlag
+	metrics        *metricshttp.Flags
 	limits         *connflags.Limits
 }
 
@@ -102,7 +103,7 @@ func runRping(ctx context.Context, args []string, std stdio) error {
 	if err != nil {
 		return err
 	}
-	srv, err := a.metrics.serve("rping", std)
+	srv, err := serveMetrics(a.metrics, "rping", std)
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ func runSink(ctx context.Context, args []string, std stdio) error {
 	if cfg.Port == 0 {
 		cfg.Ready = func(a net.Addr) { fmt.Fprintf(std.out, "listening on port %d\n", a.(*net.TCPAddr).Port) }
 	}
-	srv, err := m.serve("sink", std)
+	srv, err := serveMetrics(m, "sink", std)
 	if err != nil {
 		return err
 	}
