@@ -104,7 +104,7 @@ func run(ctx context.Context, args []string, std stdio) int {
 	if trace {
 		args = args[1:]
 	}
-	std.err = connlog.Shared(std.err)
+	std.err = shared(std.err)
 	ctx = connlog.With(ctx, std.err, trace)
 	if len(args) == 0 {
 		usage(std.err)

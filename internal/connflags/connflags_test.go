@@ -2,8 +2,6 @@ package connflags
 
 import (
 	"context"
-	"flag"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,17 +9,15 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // parseMPA parses a command line of MPA flags.
 func parseMPA(t *testing.T, args string) *MPA {
-	t.Helper()
 	var m MPA
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	m.Register(fs)
-	require.NoError(t, fs.Parse(strings.Fields(args)))
+	testutil.ParseFlags(t, m.Register, args)
 	return &m
 }
 

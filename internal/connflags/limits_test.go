@@ -3,23 +3,19 @@ package connflags
 import (
 	"context"
 	"errors"
-	"flag"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 )
 
 func parseLimits(t *testing.T, args string) *Limits {
-	t.Helper()
 	var l Limits
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	l.Register(fs)
-	require.NoError(t, fs.Parse(strings.Fields(args)))
+	testutil.ParseFlags(t, l.Register, args)
 	return &l
 }
 

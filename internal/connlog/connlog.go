@@ -8,8 +8,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
-	"sync"
 
 	"github.com/iwarp-go/iwarp-go/conn"
 )
@@ -36,25 +34,4 @@ func Options(ctx context.Context) []conn.Option {
 		return []conn.Option{conn.WithLogger(l)}
 	}
 	return nil
-}
-
-// Shared returns w for writers in several goroutines: a file as it is
-// (the system orders its writes), anything else behind a lock, since the
-// logger writes from conn's goroutines beside the command's own lines.
-func Shared(w io.Writer) io.Writer {
-	if _, ok := w.(*os.File); ok {
-		return w
-	}
-	return &lockedWriter{w: w}
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

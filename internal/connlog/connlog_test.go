@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"os"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -43,27 +40,4 @@ func TestWith_Levels(t *testing.T) {
 func TestOptions(t *testing.T) {
 	require.Empty(t, Options(context.Background()), "no logger, no option")
 	require.Len(t, Options(With(context.Background(), &bytes.Buffer{}, false)), 1)
-}
-
-// A file is used as it is; any other writer is locked, so that lines
-// written at once from several goroutines arrive whole.
-func TestShared(t *testing.T) {
-	require.Equal(t, os.Stderr, Shared(os.Stderr))
-	var b bytes.Buffer
-	w := Shared(&b)
-	require.IsType(t, &lockedWriter{}, w)
-	var wg sync.WaitGroup
-	for i := range 8 {
-		wg.Go(func() {
-			for range 100 {
-				w.Write([]byte(strings.Repeat(string(rune('a'+i)), 32) + "\n"))
-			}
-		})
-	}
-	wg.Wait()
-	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
-	require.Len(t, lines, 800)
-	for _, l := range lines {
-		require.Equal(t, strings.Repeat(l[:1], 32), l)
-	}
 }

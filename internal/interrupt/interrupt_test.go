@@ -8,11 +8,10 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
 // stop cancels the context without a cause and ends the goroutine that
 // waits for a signal.
 func TestContext_Stop(t *testing.T) {
+	defer goleak.VerifyNone(t)
 	ctx, stop := Context()
 	require.NoError(t, ctx.Err())
 	stop()

@@ -2,30 +2,28 @@ package metricshttp
 
 import (
 	"context"
-	"flag"
 	"net"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/iwarp-go/iwarp-go/internal/promtest"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 )
 
-func parseFlags(t *testing.T, args string) *Flags {
-	t.Helper()
-	var m Flags
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	m.Register(fs)
-	require.NoError(t, fs.Parse(strings.Fields(args)))
-	return &m
-}
-
 func TestFlags_Check(t *testing.T) {
-	require.NoError(t, parseFlags(t, "").Check())
-	require.NoError(t, parseFlags(t, "--metrics 127.0.0.1:0 --metrics-qps").Check())
-	require.EqualError(t, parseFlags(t, "--metrics-qps").Check(), "--metrics-qps needs --metrics ADDR")
+	for args, want := range map[string]string{
+		"": "", "--metrics 127.0.0.1:0 --metrics-qps": "", "--metrics-qps": "--metrics-qps needs --metrics ADDR",
+	} {
+		var m Flags
+		testutil.ParseFlags(t, m.Register, args)
+		if want == "" {
+			require.NoError(t, m.Check(), args)
+		} else {
+			require.EqualError(t, m.Check(), want, args)
+		}
+	}
 }
 
 // Without --metrics there is no endpoint, and the nil Server does
@@ -33,12 +31,14 @@ func TestFlags_Check(t *testing.T) {
 // pair with --metrics-qps; an address that cannot be listened on is
 // named as --metrics's.
 func TestFlags_Open(t *testing.T) {
-	srv, err := parseFlags(t, "").Open()
+	var none, qps, taken Flags
+	srv, err := none.Open()
 	require.NoError(t, err)
 	require.Nil(t, srv)
 	srv.Close()
 
-	srv, err = parseFlags(t, "--metrics 127.0.0.1:0 --metrics-qps").Open()
+	testutil.ParseFlags(t, qps.Register, "--metrics 127.0.0.1:0 --metrics-qps")
+	srv, err = qps.Open()
 	require.NoError(t, err)
 	defer srv.Close()
 	s, err := promtest.Scrape("http://" + srv.Addr().String() + "/metrics")
@@ -48,7 +48,8 @@ func TestFlags_Open(t *testing.T) {
 	_, err = Fetch(context.Background(), client, srv.Addr().String())
 	require.NoError(t, err)
 
-	_, err = parseFlags(t, "--metrics "+srv.Addr().String()).Open()
+	testutil.ParseFlags(t, taken.Register, "--metrics "+srv.Addr().String())
+	_, err = taken.Open()
 	var op *net.OpError
 	require.ErrorAs(t, err, &op, "the address is taken")
 	require.ErrorContains(t, err, "--metrics: listen tcp "+srv.Addr().String())
