@@ -12,6 +12,9 @@ import (
 
 	"github.com/iwarp-go/iwarp-go/conn"
 	"github.com/iwarp-go/iwarp-go/internal/bench"
+	"github.com/iwarp-go/iwarp-go/internal/connflags"
+	"github.com/iwarp-go/iwarp-go/internal/connlog"
+	"github.com/iwarp-go/iwarp-go/internal/metricshttp"
 	"github.com/iwarp-go/iwarp-go/internal/negotiated"
 	"github.com/iwarp-go/iwarp-go/internal/progress"
 	"github.com/iwarp-go/iwarp-go/internal/units"
@@ -42,8 +45,8 @@ type benchFlags struct {
 	port                       int
 	maxSessions                int
 	cpuProfile                 string
-	metrics                    *metricsFlag
-	limits                     *limitsFlag
+	metrics                    *metricshttp.Flags
+	limits                     *connflags.Limits
 }
 
 func parseBench(args []string, std stdio) (*bench.Config, *benchFlags, error) {
@@ -152,18 +155,18 @@ func runBench(ctx context.Context, args []string, std stdio) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	srv, err := b.metrics.serve("bench", std)
+	srv, err := serveMetrics(b.metrics, "bench", std)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	cfg.Options = connLog(ctx)
+	cfg.Options = connlog.Options(ctx)
 	if b.server {
 		addr := b.addr
 		if addr == "" {
 			addr = "0.0.0.0"
 		}
-		opts := append(append(bench.ConnOptions(cfg.CRC), cfg.Options...), b.limits.options()...)
+		opts := append(append(bench.ConnOptions(cfg.CRC), cfg.Options...), b.limits.Options()...)
 		ln, err := conn.Listen(ctx, "tcp", net.JoinHostPort(addr, strconv.Itoa(b.port)), opts...)
 		if err != nil {
 			return err

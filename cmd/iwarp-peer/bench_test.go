@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/iwarp-go/iwarp-go/internal/interrupt"
 )
 
 func TestBench_Flags(t *testing.T) {
@@ -150,7 +152,7 @@ func TestBench_ServerAndClient(t *testing.T) {
 		require.Regexp(t, `(?m)^  CPU per round trip: iwarp-go [0-9.]+ µs \(client\), iwarp-go server [0-9.]+ µs \(its process\)$`, out)
 		require.NotContains(t, out, "raw TCP")
 		if !once {
-			srv.stop(signalError{syscall.SIGINT})
+			srv.stop(interrupt.Signal{Signal: syscall.SIGINT})
 		}
 		require.Equal(t, 0, srv.exit(t), srv.stderr.String())
 		if once {

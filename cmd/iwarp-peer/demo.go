@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/iwarp-go/iwarp-go/internal/connlog"
 	"github.com/iwarp-go/iwarp-go/internal/demo"
 )
 
@@ -21,6 +22,6 @@ func runDemo(ctx context.Context, args []string, std stdio) error {
 	if err := f.noArgs(); err != nil {
 		return err
 	}
-	cfg.Out, cfg.Options = std.out, connLog(ctx)
+	cfg.Out, cfg.Options = std.out, connlog.Options(ctx)
 	return demo.Run(ctx, cfg)
 }

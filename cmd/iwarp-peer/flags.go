@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/iwarp-go/iwarp-go/internal/getopt"
 )
 
 // flags is a command's flag set. -h prints the command's usage on stdout
@@ -16,8 +18,9 @@ type flags struct {
 	// package's list of flags and defaults after it.
 	usage        func(w io.Writer)
 	withDefaults bool
-	metricsFlag  *metricsFlag // f.metrics()
-	limitsFlag   *limitsFlag  // f.limits()
+	// checks are the checks of flag groups (f.metrics(), f.limits()),
+	// run in turn after parsing.
+	checks []func() error
 }
 
 func newFlags(name string, std stdio, usage func(io.Writer), withDefaults bool) *flags {
@@ -39,7 +42,7 @@ func (f *flags) printUsage(w io.Writer) {
 // parse parses args; getopt-style clusters of one-letter flags ("-vV",
 // "-C10") are expanded first.
 func (f *flags) parse(args []string) error {
-	err := f.Parse(expandShortFlags(f.FlagSet, args))
+	err := f.Parse(getopt.Expand(f.FlagSet, args))
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		f.printUsage(f.std.out)
@@ -47,10 +50,11 @@ func (f *flags) parse(args []string) error {
 	case err != nil: // the flag package has said what is wrong
 		f.printUsage(f.std.err)
 		return errUsage
-	case f.metricsFlag != nil && f.metricsFlag.perQP && f.metricsFlag.addr == "":
-		return f.bad("--metrics-qps needs --metrics ADDR")
-	case f.limitsFlag != nil:
-		return f.limitsFlag.check(f)
+	}
+	for _, check := range f.checks {
+		if err := check(); err != nil {
+			return f.bad("%v", err)
+		}
 	}
 	return nil
 }

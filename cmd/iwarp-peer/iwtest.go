@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/internal/connflags"
+	"github.com/iwarp-go/iwarp-go/internal/connlog"
 	"github.com/iwarp-go/iwarp-go/internal/iwtest"
-	"github.com/iwarp-go/iwarp-go/internal/units"
 )
 
 func iwtestUsage(w io.Writer) {
@@ -66,7 +66,7 @@ func runIwtest(ctx context.Context, args []string, std stdio) error {
 	var server, client, ignored bool
 	var timeoutSec, waitSec int
 	var dirs, provoke, printPattern string
-	var m mpaFlags
+	var m connflags.MPA
 	f := newFlags("iwtest", std, iwtestUsage, false)
 	both := func(short, long string, def any, p any) {
 		for _, name := range []string{short, long} {
@@ -87,26 +87,14 @@ func runIwtest(ctx context.Context, args []string, std stdio) error {
 	both("a", "addr", "", &cfg.Addr)
 	both("p", "port", iwtest.Port, &cfg.Port)
 	both("T", "tests", nil, listFlag(func(s string) error {
-		for _, name := range strings.Split(s, ",") {
-			if name == "all" {
-				cfg.Tests = append(cfg.Tests, iwtest.AllTests()...)
-			} else if t, ok := iwtest.ParseTest(name); ok {
-				cfg.Tests = append(cfg.Tests, t)
-			} else {
-				return fmt.Errorf("unknown test %s", name)
-			}
-		}
-		return nil
+		tests, err := iwtest.ParseTests(s)
+		cfg.Tests = append(cfg.Tests, tests...)
+		return err
 	}))
 	both("S", "sizes", nil, listFlag(func(s string) error {
-		for _, part := range strings.Split(s, ",") {
-			n, err := units.ParseSize(part, iwtest.MaxSize)
-			if err != nil || n == 0 {
-				return fmt.Errorf("bad size %s (1..16m)", part)
-			}
-			cfg.Sizes = append(cfg.Sizes, uint32(n))
-		}
-		return nil
+		sizes, err := iwtest.ParseSizes(s)
+		cfg.Sizes = append(cfg.Sizes, sizes...)
+		return err
 	}))
 	both("n", "iters", 1, &cfg.Iters)
 	both("D", "dirs", "both", &dirs)
@@ -125,7 +113,7 @@ func runIwtest(ctx context.Context, args []string, std stdio) error {
 	f.BoolVar(&ignored, "require-inv-report", false, "")
 	f.StringVar(&printPattern, "print-pattern", "", "")
 	both("v", "verbose", nil, &cfg.Verbose)
-	m.register(f.FlagSet)
+	m.Register(f.FlagSet)
 	mf := f.metrics()
 	if err := f.parse(args); err != nil {
 		return err
@@ -139,12 +127,12 @@ func runIwtest(ctx context.Context, args []string, std stdio) error {
 		return nil
 	}
 	cfg.Timeout, cfg.Wait = time.Duration(timeoutSec)*time.Second, time.Duration(waitSec)*time.Second
-	var ok bool
-	if cfg.Dirs, ok = map[string]int{"c2s": iwtest.C2S, "s2c": iwtest.S2C, "both": iwtest.Both}[dirs]; !ok {
-		return f.bad("--dirs %q: want c2s, s2c or both", dirs)
+	var err error
+	if cfg.Dirs, err = iwtest.ParseDirs(dirs); err != nil {
+		return f.bad("%v", err)
 	}
-	if cfg.Provoke, ok = map[string]iwtest.Provoke{"": 0, "access": iwtest.ProvokeAccess, "bounds": iwtest.ProvokeBounds}[provoke]; !ok {
-		return f.bad("--provoke %q: want access or bounds", provoke)
+	if cfg.Provoke, err = iwtest.ParseProvoke(provoke); err != nil {
+		return f.bad("%v", err)
 	}
 	switch {
 	case f.NArg() > 0:
@@ -159,12 +147,12 @@ func runIwtest(ctx context.Context, args []string, std stdio) error {
 	if err := cfg.Check(server); err != nil {
 		return f.bad("%v", err)
 	}
-	opts, err := m.options()
+	opts, err := m.Options()
 	if err != nil {
 		return f.bad("%v", err)
 	}
-	cfg.Options, cfg.Rev = append(opts, connLog(ctx)...), m.rev
-	srv, err := mf.serve("iwtest", std)
+	cfg.Options, cfg.Rev = append(opts, connlog.Options(ctx)...), m.Rev
+	srv, err := serveMetrics(mf, "iwtest", std)
 	if err != nil {
 		return err
 	}

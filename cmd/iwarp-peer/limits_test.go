@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/internal/connflags"
 )
 
 // A server's limits: a connection beyond --max-conns is closed at once
@@ -78,9 +79,9 @@ func TestLimits_Flags(t *testing.T) {
 	std := stdio{&strings.Builder{}, &strings.Builder{}}
 	a, err := parseRping([]string{"-s", "--max-conns", "0", "--idle-timeout", "0", "--max-handshakes", "0"}, std)
 	require.NoError(t, err)
-	require.Empty(t, a.limits.options(), "0 lifts every limit")
+	require.Empty(t, a.limits.Options(), "0 lifts every limit")
 	a, err = parseRping([]string{"-s"}, std)
 	require.NoError(t, err)
-	require.Len(t, a.limits.options(), 3, "the defaults are on")
-	require.Equal(t, defaultMaxConns, a.limits.maxConns)
+	require.Len(t, a.limits.Options(), 3, "the defaults are on")
+	require.Equal(t, connflags.DefaultMaxConns, a.limits.MaxConns)
 }

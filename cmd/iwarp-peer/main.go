@@ -25,8 +25,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/iwarp-go/iwarp-go/internal/connlog"
+	"github.com/iwarp-go/iwarp-go/internal/interrupt"
 )
 
 // command is one subcommand. run gets the arguments after the command's
@@ -104,7 +105,7 @@ func run(ctx context.Context, args []string, std stdio) int {
 		args = args[1:]
 	}
 	std.err = shared(std.err)
-	ctx = withLog(ctx, std.err, trace)
+	ctx = connlog.With(ctx, std.err, trace)
 	if len(args) == 0 {
 		usage(std.err)
 		return 2
@@ -145,34 +146,8 @@ func stopped(ctx context.Context, name string, std stdio) error {
 	return nil
 }
 
-// signalError is the cause of a context a signal cancelled.
-type signalError struct{ os.Signal }
-
-func (e signalError) Error() string { return e.Signal.String() }
-
-// interruptible returns a context that the first SIGINT or SIGTERM
-// cancels, with the signal as its cause; a second one kills the process
-// as usual.
-func interruptible() (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		select {
-		case s := <-ch:
-			signal.Stop(ch)
-			cancel(signalError{s})
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, func() {
-		signal.Stop(ch)
-		cancel(nil)
-	}
-}
-
 func main() {
-	ctx, stop := interruptible()
+	ctx, stop := interrupt.Context()
 	code := run(ctx, os.Args[1:], stdio{os.Stdout, os.Stderr})
 	stop()
 	os.Exit(code)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/internal/connflags"
+	"github.com/iwarp-go/iwarp-go/internal/connlog"
 	"github.com/iwarp-go/iwarp-go/perftest"
 )
 
@@ -37,26 +39,6 @@ func perftestUsage(w io.Writer) {
 	fmt.Fprint(w, limitsUsage)
 }
 
-// sizeFlag is -s: perftest takes a K or M suffix.
-type sizeFlag struct{ v *int }
-
-func (s sizeFlag) String() string { return "" }
-func (s sizeFlag) Set(v string) error {
-	mul := int64(1)
-	switch {
-	case strings.HasSuffix(v, "K"):
-		mul, v = 1024, strings.TrimSuffix(v, "K")
-	case strings.HasSuffix(v, "M"):
-		mul, v = 1024*1024, strings.TrimSuffix(v, "M")
-	}
-	n, err := strconv.ParseInt(v, 0, 32)
-	if err != nil || n*mul < 1 || n*mul > perftest.MaxMessageSize {
-		return fmt.Errorf("message size should be between 1 and %d", perftest.MaxMessageSize)
-	}
-	*s.v = int(n * mul)
-	return nil
-}
-
 // runPerftest implements "iwarp-peer perftest OP [options] [SERVER]".
 func runPerftest(ctx context.Context, args []string, std stdio) error {
 	f := newFlags("perftest", std, perftestUsage, false)
@@ -80,7 +62,10 @@ func runPerftest(ctx context.Context, args []string, std stdio) error {
 		f.IntVar(&port, name, perftest.DefaultPort, "")
 	}
 	for _, name := range []string{"s", "size"} {
-		f.Var(sizeFlag{&cfg.Size}, name, "")
+		f.Func(name, "", func(v string) (err error) {
+			cfg.Size, err = perftest.ParseSize(v)
+			return err
+		})
 	}
 	for _, v := range []struct {
 		p     *int
@@ -116,14 +101,13 @@ func runPerftest(ctx context.Context, args []string, std stdio) error {
 		server, rest = f.Arg(0), f.Args()[1:]
 	}
 	cfg.Duration = time.Duration(secs) * time.Second
-	modes := map[string]conn.CRCMode{"off": conn.CRCOff, "preferred": conn.CRCPreferred, "required": conn.CRCRequired}
-	mode, ok := modes[crc]
-	if !ok {
-		return f.bad("--crc %q: want off, preferred or required", crc)
+	mode, err := connflags.ParseCRC(crc)
+	if err != nil {
+		return f.bad("%v", err)
 	}
 	cfg.ConnOptions = append(cfg.ConnOptions, conn.WithCRC(mode))
-	cfg.ConnOptions = append(cfg.ConnOptions, connLog(ctx)...)
-	srv, err := metricsF.serve("perftest", std)
+	cfg.ConnOptions = append(cfg.ConnOptions, connlog.Options(ctx)...)
+	srv, err := serveMetrics(metricsF, "perftest", std)
 	if err != nil {
 		return err
 	}
@@ -133,7 +117,7 @@ func runPerftest(ctx context.Context, args []string, std stdio) error {
 		_, err = perftest.Dial(ctx, net.JoinHostPort(server, strconv.Itoa(port)), pd, cfg)
 		return err
 	}
-	lnOpts := append(append([]conn.Option{}, cfg.ConnOptions...), limits.options()...)
+	lnOpts := append(append([]conn.Option{}, cfg.ConnOptions...), limits.Options()...)
 	ln, err := conn.Listen(ctx, "tcp", net.JoinHostPort(bind, strconv.Itoa(port)), lnOpts...)
 	if err != nil {
 		return err

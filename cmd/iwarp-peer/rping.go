@@ -6,6 +6,9 @@ import (
 	"io"
 	"net"
 
+	"github.com/iwarp-go/iwarp-go/internal/connflags"
+	"github.com/iwarp-go/iwarp-go/internal/connlog"
+	"github.com/iwarp-go/iwarp-go/internal/metricshttp"
 	"github.com/iwarp-go/iwarp-go/internal/rping"
 )
 
@@ -38,9 +41,9 @@ interop options:
 type rpingArgs struct {
 	cfg            *rping.Config
 	server, client bool
-	mpa            mpaFlags
-	metrics        *metricsFlag
-	limits         *limitsFlag
+	mpa            connflags.MPA
+	metrics        *metricshttp.Flags
+	limits         *connflags.Limits
 }
 
 // parseRping reads rping's command line: the one-letter flags and their
@@ -63,7 +66,7 @@ func parseRping(args []string, std stdio) (*rpingArgs, error) {
 	f.BoolVar(&cfg.Validate, "V", false, "")
 	f.BoolVar(&cfg.Debug, "d", false, "")
 	f.Bool("q", false, "")
-	m.register(f.FlagSet)
+	m.Register(f.FlagSet)
 	a.metrics = f.metrics()
 	a.limits = f.limits()
 	if err := f.parse(args); err != nil {
@@ -85,12 +88,12 @@ func parseRping(args []string, std stdio) (*rpingArgs, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, f.bad("%v", err)
 	}
-	if cfg.Options, err = m.options(); err != nil {
+	if cfg.Options, err = m.Options(); err != nil {
 		return nil, f.bad("%v", err)
 	}
 	if a.server {
-		cfg.Rev = m.rev
-		cfg.Options = append(cfg.Options, a.limits.options()...)
+		cfg.Rev = m.Rev
+		cfg.Options = append(cfg.Options, a.limits.Options()...)
 	}
 	return a, nil
 }
@@ -100,14 +103,14 @@ func runRping(ctx context.Context, args []string, std stdio) error {
 	if err != nil {
 		return err
 	}
-	srv, err := a.metrics.serve("rping", std)
+	srv, err := serveMetrics(a.metrics, "rping", std)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
 	cfg := a.cfg
 	cfg.Listening = srv.AddListener
-	cfg.Options = append(cfg.Options, connLog(ctx)...)
+	cfg.Options = append(cfg.Options, connlog.Options(ctx)...)
 	if a.client {
 		return reported(rping.Client(ctx, cfg))
 	}

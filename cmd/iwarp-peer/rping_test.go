@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/iwarp-go/iwarp-go/internal/conntest"
+	"github.com/iwarp-go/iwarp-go/internal/interrupt"
 	"github.com/iwarp-go/iwarp-go/internal/rping"
 )
 
@@ -64,26 +64,9 @@ func TestRping_Flags(t *testing.T) {
 	require.True(t, a.server && a.cfg.Persistent)
 	require.Equal(t, 26, a.cfg.Size)
 	require.Equal(t, rping.Port, 7174)
-	require.Equal(t, "required", a.mpa.crc)
-	require.Equal(t, "none", a.mpa.p2p)
+	require.Equal(t, "required", a.mpa.CRC)
+	require.Equal(t, "none", a.mpa.P2P)
 	require.Len(t, a.cfg.Options, 2+3, "the CRC, the RTR choice and the server limits")
-}
-
-func TestExpandShortFlags(t *testing.T) {
-	fs := flag.NewFlagSet("rping", flag.ContinueOnError)
-	for _, b := range []string{"c", "v", "V", "d"} {
-		fs.Bool(b, false, "")
-	}
-	for _, s := range []string{"C", "S", "a", "crc", "p2p"} {
-		fs.String(s, "", "")
-	}
-	require.Equal(t, []string{"-v", "-V", "-d"}, expandShortFlags(fs, []string{"-vVd"}))
-	require.Equal(t, []string{"-C", "10", "-S", "64"}, expandShortFlags(fs, []string{"-C10", "-S", "64"}))
-	require.Equal(t, []string{"-c", "-a", "::1"}, expandShortFlags(fs, []string{"-ca", "::1"}))
-	require.Equal(t, []string{"-crc", "off", "-p2p", "write"}, expandShortFlags(fs, []string{"-crc", "off", "-p2p", "write"}))
-	require.Equal(t, []string{"-a", "-vV"}, expandShortFlags(fs, []string{"-a", "-vV"}), "a flag's value is not a cluster")
-	require.Equal(t, []string{"-v", "x", "-vV"}, expandShortFlags(fs, []string{"-v", "x", "-vV"}), "no expansion after the first argument")
-	require.Equal(t, []string{"--vV"}, expandShortFlags(fs, []string{"--vV"}))
 }
 
 // -h shows rping's flags with their defaults, on stdout.
@@ -151,11 +134,11 @@ func TestRping_PortZeroAndSignals(t *testing.T) {
 
 		cli := start("rping", "-c", "-a", "127.0.0.1", "-p", port, "-v")
 		cli.waitFor(t, `(rdma-ping-3)`)
-		cli.stop(signalError{sig})
+		cli.stop(interrupt.Signal{Signal: sig})
 		require.Equal(t, 1, cli.exit(t))
 		require.Regexp(t, `rping client failed: interrupted after \d+ pings`, cli.stderr.String())
 
-		srv.stop(signalError{sig})
+		srv.stop(interrupt.Signal{Signal: sig})
 		require.Equal(t, 0, srv.exit(t), srv.stderr.String())
 		line := fmt.Sprintf("iwarp-peer rping: server stopped (%v)\n", sig)
 		require.True(t, strings.HasSuffix(srv.stderr.String(), line), "%q", srv.stderr.String())

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 
+	"github.com/iwarp-go/iwarp-go/internal/connlog"
 	"github.com/iwarp-go/iwarp-go/internal/sinkpeer"
 	"github.com/iwarp-go/iwarp-go/internal/units"
 	"github.com/iwarp-go/iwarp-go/pmemsink"
@@ -56,14 +57,14 @@ func runSink(ctx context.Context, args []string, std stdio) error {
 	if cfg.Port == 0 {
 		cfg.Ready = func(a net.Addr) { fmt.Fprintf(std.out, "listening on port %d\n", a.(*net.TCPAddr).Port) }
 	}
-	srv, err := m.serve("sink", std)
+	srv, err := serveMetrics(m, "sink", std)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
 	cfg.Listening = srv.AddListener
 	cfg.Opened = func(s *pmemsink.Sink) { srv.AddSink(cfg.File, s) }
-	cfg.Options = append(limits.options(), connLog(ctx)...)
+	cfg.Options = append(limits.Options(), connlog.Options(ctx)...)
 	return sinkpeer.Serve(ctx, cfg)
 }
 

@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/internal/metricshttp"
 	"github.com/iwarp-go/iwarp-go/internal/progress"
-	"github.com/iwarp-go/iwarp-go/metrics"
 )
 
 func statUsage(w io.Writer) {
@@ -39,35 +37,6 @@ func runStat(ctx context.Context, args []string, std stdio) error {
 	case interval <= 0:
 		return f.bad("--interval %v: want a positive duration", interval)
 	}
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	clearScreen := !once && progress.IsTerminal(std.out)
-	var prev *metrics.Report
-	var prevAt time.Time
-	for {
-		r, err := metricshttp.Fetch(ctx, client, f.Arg(0))
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil // interrupted: the normal end of a live table
-			}
-			return err
-		}
-		now := time.Now()
-		switch {
-		case clearScreen:
-			fmt.Fprint(std.out, "\x1b[H\x1b[2J")
-		case prev != nil:
-			fmt.Fprintln(std.out)
-		}
-		if err := metricshttp.Table(std.out, r, prev, now.Sub(prevAt)); err != nil || once {
-			return err
-		}
-		prev, prevAt = r, now
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(interval):
-		}
-	}
+	w := &metricshttp.Watch{Addr: f.Arg(0), Out: std.out, Interval: interval, Once: once, Clear: !once && progress.IsTerminal(std.out)}
+	return w.Run(ctx)
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -42,4 +45,27 @@ func TestTrace(t *testing.T) {
 	code, out, _ := runCmd(t.Context(), "-d", "-h")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "  -d ")
+}
+
+// A file is used as it is; any other writer is locked, so that lines
+// written at once from several goroutines arrive whole.
+func TestShared(t *testing.T) {
+	require.Equal(t, os.Stderr, shared(os.Stderr))
+	var b bytes.Buffer
+	w := shared(&b)
+	require.IsType(t, &lockedWriter{}, w)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for range 100 {
+				w.Write([]byte(strings.Repeat(string(rune('a'+i)), 32) + "\n"))
+			}
+		})
+	}
+	wg.Wait()
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	require.Len(t, lines, 800)
+	for _, l := range lines {
+		require.Equal(t, strings.Repeat(l[:1], 32), l)
+	}
 }

@@ -2,6 +2,7 @@ package metricshttp
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/iwarp-go/iwarp-go/conn"
 	"github.com/iwarp-go/iwarp-go/internal/conntest"
 	"github.com/iwarp-go/iwarp-go/internal/promtest"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/iwarp-go/iwarp-go/metrics"
 )
 
@@ -126,4 +128,57 @@ listener [::]:7175: 1 accepted, 0 refused
 		"sink /pmem/a: dax (durable); 4 persists of 8 KiB, mean 50µs; 0 persist errors",
 		"sink /tmp/b: volatile (not durable); 0 persists of 0 B, mean -; 0 persist errors",
 	}, strings.Split(b.String(), "\n")[1:3])
+}
+
+// Once prints one table of the live queue pairs; a live watch prints one
+// per interval, a blank line between (or the screen cleared before each
+// with Clear), with rates from the second on, and ends without error when
+// its context does.
+func TestWatch(t *testing.T) {
+	dev, err := conn.NewDevice()
+	require.NoError(t, err)
+	p := conntest.NewPair(t, dev, 1)
+	p.WriteSendRead(t)
+	srv, err := Serve("127.0.0.1:0", metrics.NewSource(dev), false)
+	require.NoError(t, err)
+	defer srv.Close()
+
+	var once strings.Builder
+	require.NoError(t, (&Watch{Addr: srv.Addr().String(), Out: &once, Once: true, Interval: time.Hour}).Run(context.Background()))
+	require.True(t, strings.HasPrefix(once.String(), "device: 2 connections, 2 open;"), once.String())
+	require.Equal(t, 2, strings.Count(once.String(), p.Listener.Addr().(*net.TCPAddr).IP.String()), "a row per queue pair: %s", once.String())
+	require.NotContains(t, once.String(), "Mb/s", "no rates in a first table")
+
+	for _, clear := range []bool{false, true} {
+		var live testutil.Buffer
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- (&Watch{Addr: srv.Addr().String(), Out: &live, Interval: 10 * time.Millisecond, Clear: clear}).Run(ctx)
+		}()
+		require.Eventually(t, func() bool { return strings.Count(live.String(), "device: ") >= 3 }, 10*time.Second, 5*time.Millisecond)
+		cancel()
+		require.NoError(t, <-done, "the end of a live table is no error")
+		tables := strings.Split(live.String(), "device: ")[1:]
+		require.Contains(t, tables[1], "Mb/s", "the second table has rates")
+		if clear {
+			require.Equal(t, strings.Count(live.String(), "device: "), strings.Count(live.String(), "\x1b[H\x1b[2J"))
+			require.NotContains(t, live.String(), "\n\n")
+		} else {
+			require.NotContains(t, live.String(), "\x1b[")
+			require.Contains(t, live.String(), "\n\ndevice: ")
+		}
+	}
+	p.Closed(t)
+}
+
+// A watch of something that is not an endpoint ends with Fetch's error.
+func TestWatch_NotAnEndpoint(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	l.Close() // a closed local port: nothing answers
+	err = (&Watch{Addr: addr, Out: &strings.Builder{}, Interval: time.Millisecond}).Run(context.Background())
+	var op *net.OpError
+	require.ErrorAs(t, err, &op, "nothing listens there")
 }

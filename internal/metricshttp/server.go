@@ -1,7 +1,7 @@
 // Package metricshttp is the HTTP side of iwarp-peer's counters: the
-// endpoint a server command's --metrics opens (Prometheus text at
+// endpoint a server command's --metrics opens (Flags; Prometheus text at
 // /metrics, the JSON report with every live queue pair at ReportPath) and
-// what "iwarp-peer stat" does with it (Fetch, Table).
+// what "iwarp-peer stat" does with it (Fetch, Table, Watch).
 package metricshttp
 
 import (

@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"sync"
@@ -9,6 +10,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 )
+
+func TestParseFlags(t *testing.T) {
+	var n int
+	var on bool
+	ParseFlags(t, func(fs *flag.FlagSet) {
+		fs.IntVar(&n, "n", 1, "")
+		fs.BoolVar(&on, "on", false, "")
+	}, " -n  7 --on ")
+	require.Equal(t, 7, n)
+	require.True(t, on)
+}
 
 func TestUnhex(t *testing.T) {
 	require.Equal(t, []byte{0xc0, 0x01, 0xba, 0xbe}, Unhex(t, "c0 01\n\tbabe"))

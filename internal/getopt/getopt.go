@@ -1,17 +1,20 @@
-package main
+// Package getopt lets a flag.FlagSet read command lines written for
+// getopt(3), as rdma-core's and perftest's tools take them: clusters of
+// one-letter flags ("-vV") and values attached to their letter ("-C10").
+package getopt
 
 import (
 	"flag"
 	"strings"
 )
 
-// expandShortFlags rewrites getopt-style clusters of one-letter flags into
+// Expand rewrites getopt-style clusters of one-letter flags into
 // separate arguments for the flag package, so that command lines written
 // for rdma-core's tools keep working: "-vV" becomes "-v -V" and "-C10"
 // becomes "-C 10". An argument is left alone when it names a flag of fs
 // (such as -crc), when its first letter is not a one-letter flag, or after
 // "--" or the first non-flag argument.
-func expandShortFlags(fs *flag.FlagSet, args []string) []string {
+func Expand(fs *flag.FlagSet, args []string) []string {
 	out := make([]string, 0, len(args))
 	for i := 0; i < len(args); i++ {
 		a := args[i]

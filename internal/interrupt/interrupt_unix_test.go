@@ -1,9 +1,10 @@
 //go:build unix
 
-package main
+package interrupt
 
 import (
 	"context"
+	"errors"
 	"os"
 	"syscall"
 	"testing"
@@ -14,8 +15,8 @@ import (
 
 // A real SIGTERM cancels the command's context, with the signal as its
 // cause.
-func TestInterruptible(t *testing.T) {
-	ctx, stop := interruptible()
+func TestContext(t *testing.T) {
+	ctx, stop := Context()
 	defer stop()
 	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
 	select {
@@ -24,4 +25,7 @@ func TestInterruptible(t *testing.T) {
 		t.Fatal("SIGTERM did not cancel the context")
 	}
 	require.EqualError(t, context.Cause(ctx), "terminated")
+	var s Signal
+	require.True(t, errors.As(context.Cause(ctx), &s))
+	require.Equal(t, syscall.SIGTERM, s.Signal)
 }
