@@ -14,22 +14,8 @@ import (
 
 // daxEnv names a directory on a file system mounted with -o dax (real or
 // emulated persistent memory). The tests that assert DAX mode run only
-// where it is set, so that they never pretend on a machine without it;
-// the interop suite sets it in the siw guest (interop/siw/dax_test.go).
-const daxEnv = "IWARP_PMEM_DAX"
-
-// daxDir returns a fresh directory under $IWARP_PMEM_DAX, or skips.
-func daxDir(t *testing.T) string {
-	t.Helper()
-	root := os.Getenv(daxEnv)
-	if root == "" {
-		t.Skipf("%s is not set: no DAX file system to test on", daxEnv)
-	}
-	d, err := os.MkdirTemp(root, "pmemsink-test-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(d) })
-	return d
-}
+// where it is set (daxEnv, daxRoot).
+func daxDir(t *testing.T) string { return daxRoot(t) }
 
 // vmFlags returns the VmFlags of the mapping in /proc/self/smaps that holds
 // addr.

@@ -30,6 +30,26 @@ func memDir(t testing.TB) string {
 
 // diskDir returns a directory on a file system that is not memory, or
 // skips.
+// daxEnv names a directory on a DAX file system (ext4 -o dax on pmem)
+// where the tests and benchmarks that need real DAX run; they skip, or
+// leave the mode out, where it is not set, so that they never pretend on a
+// machine without it. The interop suite sets it in the siw guest
+// (interop/siw/dax_test.go).
+const daxEnv = "IWARP_PMEM_DAX"
+
+// daxRoot returns a fresh directory under $IWARP_PMEM_DAX, or skips.
+func daxRoot(t testing.TB) string {
+	t.Helper()
+	root := os.Getenv(daxEnv)
+	if root == "" {
+		t.Skipf("%s is not set: no DAX file system to test on", daxEnv)
+	}
+	d, err := os.MkdirTemp(root, "pmemsink-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
 func diskDir(t testing.TB) string {
 	t.Helper()
 	d := t.TempDir()
