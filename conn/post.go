@@ -124,26 +124,37 @@ func (qp *QP) PostSendBatch(wrs []SendWR) (int, error) {
 // goes to the transmitter goroutine.
 //
 // Posts that follow each other closely (a stream) go to the transmitter
-// instead, which writes them with one writev: the first post after a
-// pause is sent at once, the rest are batched.
+// instead, which writes them with one writev: of a run of posts that find
+// the send queue idle less than inlineGap apart, the first inlineBurst are
+// sent at once and the rest batched. A burst of two — a Write and the Send
+// or Read that announces or flushes it — so goes out without a hand-off,
+// and a stream pays for two system calls of its own, not one per message.
 func (qp *QP) send(e *engine, idle bool) {
-	if idle && e != nil {
+	if idle && e != nil && e.txMu.TryLock() {
+		tx := &e.tx
 		now := nanotime()
-		if now-e.lastInline.Load() > inlineGap && e.txMu.TryLock() {
-			e.lastInline.Store(now)
+		if now-tx.lastIdlePost > inlineGap {
+			tx.inlineRun = 0
+		}
+		tx.lastIdlePost = now
+		if tx.inlineRun < inlineBurst {
+			tx.inlineRun++
 			e.transmitNow()
-			e.txMu.Unlock()
+			e.txUnlock()
 			qp.deliver()
 			return
 		}
+		e.txUnlock()
 	}
 	qp.kick()
 }
 
-// inlineGap is how long after an inline send the next post is batched
-// instead (nanoseconds): longer than back-to-back posts of a stream,
-// shorter than a round trip.
+// inlineGap is how far apart posts belong to one run (nanoseconds): longer
+// than back-to-back posts of a stream, shorter than a round trip.
 const inlineGap = 8000
+
+// inlineBurst is how many posts of a run are sent inline.
+const inlineBurst = 2
 
 var clockBase = time.Now()
 
