@@ -64,7 +64,7 @@ func (r FlushRelease) Release(persisted bool, err error) {
 	ent.status, ent.achieved = flushOutcome(ent.placement, persisted, err)
 	ent.state = irqReady
 	qp.mu.Unlock()
-	qp.kick()
+	e.sendReleased()
 }
 
 // flushOutcome is the status and achieved placement of a response.

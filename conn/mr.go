@@ -102,7 +102,7 @@ func (r ReadRelease) Release(err error) {
 	}
 	ent.state = irqReady
 	qp.mu.Unlock()
-	qp.kick()
+	e.sendReleased()
 }
 
 // Register registers buf with the given rights and returns a memory region

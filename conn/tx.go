@@ -165,6 +165,31 @@ func (e *engine) sendSoon() {
 	e.qp.kick()
 }
 
+// sendReleased sends a response that a region's hooks released, from the
+// goroutine that released it — a persist worker, or the receive token
+// holder when a hook releases at once — when the transmit token is free:
+// waking the transmitter goroutine for it was one goroutine hand-off per
+// remote flush. The caller may hold the receive token, so it may not run
+// completion handlers (deliver); send completions the batch finished for
+// a handler are left to the transmitter goroutine, which delivers them.
+func (e *engine) sendReleased() {
+	qp := e.qp
+	if !e.txMu.TryLock() {
+		qp.kick()
+		return
+	}
+	e.transmitNow()
+	e.txUnlock()
+	if qp.handlers {
+		qp.mu.Lock()
+		pending := len(qp.pend) > 0
+		qp.mu.Unlock()
+		if pending {
+			qp.kick()
+		}
+	}
+}
+
 // fill frames FPDUs into the writer until the batch is full (more=true) or
 // nothing is ready (more=false). alive=false means the connection failed.
 func (e *engine) fill() (more, alive bool) {
