@@ -41,8 +41,9 @@ type txState struct {
 	stage      bool     // the current message's payload is copied (stageFor)
 	sent       []uint32 // SQ counters of messages whose last FPDU awaits the flush
 	// The run of posts that found the send queue idle (QP.send).
-	lastIdlePost int64 // nanotime of the last
-	inlineRun    int   // how many of the run were sent inline
+	lastIdlePost  int64 // nanotime of the last
+	inlineRun     int   // how many posts the run has had
+	runAfterWrite bool  // the run began with an RDMA Write
 }
 
 func (tx *txState) init(c net.Conn, res *mpa.Result) {
