@@ -46,11 +46,18 @@
 //     any goroutine that holds it may receive (a graceful Close whose
 //     receiver is running a completion handler does, and so does a
 //     CQ.Wait on a CQ of one queue pair, which receives short FPDUs
-//     itself while the receiver stands by — see CQ.Wait).
+//     itself while the receiver stands by — see CQ.Wait). A receiver
+//     standing by takes the token back only with TryLock, between
+//     pauses, so that it is never woken by a waiter letting go of it.
 //   - The transmit token (a mutex): the FPDU writer, the message being
 //     segmented, the Send and Read Request MSNs. The transmitter goroutine
 //     holds it, and so may a posting goroutine (inline sends, which never
-//     block), the receive token holder answering a Read Request, or Close.
+//     block), the receive token holder answering a Read Request, a
+//     goroutine releasing a Read or Flush Response its hooks held
+//     (ReadRelease, FlushRelease: a persist worker), or Close. Only the
+//     transmitter waits for it (Lock); the others take it with TryLock
+//     and, Close's drain aside, write without blocking, leaving what the
+//     socket does not take to the transmitter.
 //   - QP.mu: the queue pair's state, the send queue, the receive queue, the
 //     outbound and inbound Read queues, completions waiting for a handler.
 //   - CQ.mu: the completion ring and its reservations, and the queue

@@ -72,8 +72,6 @@ type engine struct {
 	// dead is set when the connection failed: token holders stop their
 	// work and end their role.
 	dead atomic.Bool
-	// lastInline is when a posting goroutine last sent inline (nanotime).
-	lastInline atomic.Int64
 	// revoking is a region whose invalidation is under way: a placement
 	// into it that the deadline cut short ends the stream (revoke).
 	revoking atomic.Pointer[stag.Region]

@@ -48,7 +48,9 @@ type FlushRelease struct {
 // Release sends the Flush Response: persisted says the range is in the
 // persistence domain; err, a persist that failed (the response then says
 // so; the stream goes on). Calls after the first, and after the
-// connection ended, do nothing.
+// connection ended, do nothing. When the connection's writer is free, the
+// calling goroutine writes the response itself, without blocking (what
+// the socket does not take is left to the queue pair's transmitter).
 func (r FlushRelease) Release(persisted bool, err error) {
 	e := r.e
 	if e == nil {
@@ -64,7 +66,7 @@ func (r FlushRelease) Release(persisted bool, err error) {
 	ent.status, ent.achieved = flushOutcome(ent.placement, persisted, err)
 	ent.state = irqReady
 	qp.mu.Unlock()
-	qp.kick()
+	e.sendReleased()
 }
 
 // flushOutcome is the status and achieved placement of a response.

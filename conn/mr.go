@@ -83,6 +83,9 @@ type ReadRelease struct {
 // Release sends the response, or, with a non-nil err, ends the connection
 // with a Terminate (RDMAP local catastrophic error) and err as the reason.
 // Calls after the first, and calls after the connection ended, do nothing.
+// When the connection's writer is free, the calling goroutine writes the
+// response itself, without blocking (what the socket does not take is left
+// to the queue pair's transmitter).
 func (r ReadRelease) Release(err error) {
 	e := r.e
 	if e == nil {
@@ -102,7 +105,7 @@ func (r ReadRelease) Release(err error) {
 	}
 	ent.state = irqReady
 	qp.mu.Unlock()
-	qp.kick()
+	e.sendReleased()
 }
 
 // Register registers buf with the given rights and returns a memory region

@@ -121,13 +121,8 @@ func (e *engine) receiver() {
 	for !e.dead.Load() {
 		if e.rx.r.Idle() && e.waitersReceive() {
 			// A goroutine in CQ.Wait receives for this connection: leave
-			// it the socket, wake it in case it looked while this one
-			// still held it, and look again in a while.
-			e.rxUnlock()
-			e.qp.scq.wake()
-			e.qp.rcq.wake()
-			e.standByPause()
-			e.rxMu.Lock()
+			// it the socket and look again in a while.
+			e.standByFor()
 			continue
 		}
 		if err := e.receiveOne(); err != nil {

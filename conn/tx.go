@@ -40,6 +40,10 @@ type txState struct {
 	preferIRQ  bool
 	stage      bool     // the current message's payload is copied (stageFor)
 	sent       []uint32 // SQ counters of messages whose last FPDU awaits the flush
+	// The run of posts that found the send queue idle (QP.send).
+	lastIdlePost  int64 // nanotime of the last
+	inlineRun     int   // how many posts the run has had
+	runAfterWrite bool  // the run began with an RDMA Write
 }
 
 func (tx *txState) init(c net.Conn, res *mpa.Result) {
@@ -160,6 +164,31 @@ func (e *engine) sendSoon() {
 		return
 	}
 	e.qp.kick()
+}
+
+// sendReleased sends a response that a region's hooks released, from the
+// goroutine that released it — a persist worker, or the receive token
+// holder when a hook releases at once — when the transmit token is free:
+// waking the transmitter goroutine for it was one goroutine hand-off per
+// remote flush. The caller may hold the receive token, so it may not run
+// completion handlers (deliver); send completions the batch finished for
+// a handler are left to the transmitter goroutine, which delivers them.
+func (e *engine) sendReleased() {
+	qp := e.qp
+	if !e.txMu.TryLock() {
+		qp.kick()
+		return
+	}
+	e.transmitNow()
+	e.txUnlock()
+	if qp.handlers {
+		qp.mu.Lock()
+		pending := len(qp.pend) > 0
+		qp.mu.Unlock()
+		if pending {
+			qp.kick()
+		}
+	}
 }
 
 // fill frames FPDUs into the writer until the batch is full (more=true) or

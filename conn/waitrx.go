@@ -30,10 +30,35 @@ func (e *engine) waitersReceive() bool {
 	return last != 0 && nanotime()-last < int64(standByInterval)
 }
 
-// standByPause is the receiver goroutine's pause while waiters receive: it
-// ends after standByInterval, when a waiter hands the socket back, or when
-// the connection fails.
-func (e *engine) standByPause() {
+// standBy is the receiver goroutine's part while waiters receive: it lets
+// go of the receive token and takes it back after a pause that ends after
+// standByInterval or when a waiter hands the socket back. It never blocks
+// on the token while a waiter holds it: a goroutine blocked in Lock would
+// be woken by every waiter's Unlock only to find the next Wait's TryLock
+// ahead of it (a wake-up per round trip, and after a millisecond the
+// mutex's starvation mode hands the token to it and takes it from the
+// waiters). If the token is taken when the pause ends, it pauses again;
+// only once the connection has ended does it wait for the holder, which
+// then lets go at once.
+func (e *engine) standByFor() {
+	e.rxUnlock()
+	// Wake a waiter that looked while this goroutine still held the token.
+	e.qp.scq.wake()
+	e.qp.rcq.wake()
+	for {
+		if e.standByPause() {
+			e.rxMu.Lock()
+			return
+		}
+		if e.rxMu.TryLock() {
+			return
+		}
+	}
+}
+
+// standByPause is one pause of standByFor; it reports whether the queue
+// pair has left the connected states.
+func (e *engine) standByPause() (over bool) {
 	if e.standBy == nil {
 		e.standBy = time.NewTimer(standByInterval)
 	} else {
@@ -45,7 +70,9 @@ func (e *engine) standByPause() {
 		e.standBy.Stop()
 	case <-e.qp.done:
 		e.standBy.Stop()
+		return true
 	}
+	return false
 }
 
 // setAwaiting marks the receive token holder as waiting between FPDUs
@@ -94,26 +121,40 @@ func (e *engine) receiveFor(ctx context.Context, cq *CQ, wcs []WorkCompletion) (
 		return 0, nil, false
 	}
 	cq.waiting.Store(e)
+	back := false
 	defer func() {
 		cq.waiting.Store(nil)
 		e.rxUnlock()
+		if back {
+			// After the unlock, so that the receiver goroutine finds the
+			// token free.
+			e.handBack()
+		}
 	}()
+	n, err, ok, back = e.receiveLocked(ctx, cq, wcs)
+	return n, err, ok
+}
+
+// receiveLocked is receiveFor's loop, run with the receive token held; back
+// reports that the socket goes back to the receiver goroutine (ok is then
+// false).
+func (e *engine) receiveLocked(ctx context.Context, cq *CQ, wcs []WorkCompletion) (n int, err error, ok, back bool) {
 	deadline, hasDeadline := ctx.Deadline()
 	for {
 		if n := cq.Poll(wcs); n > 0 {
 			e.lastWait.Store(nanotime())
-			return n, nil, true
+			return n, nil, true, false
 		}
 		if e.dead.Load() {
-			return 0, nil, false
+			return 0, nil, false, false
 		}
 		if err := ctx.Err(); err != nil {
-			return 0, err, true
+			return 0, err, true, false
 		}
 		if !e.rx.r.Whole() {
 			now := time.Now()
 			if hasDeadline && !now.Before(deadline) {
-				return 0, context.DeadlineExceeded, true
+				return 0, context.DeadlineExceeded, true, false
 			}
 			dl := now.Add(standByInterval)
 			if hasDeadline && deadline.Before(dl) {
@@ -122,7 +163,7 @@ func (e *engine) receiveFor(ctx context.Context, cq *CQ, wcs []WorkCompletion) (
 			if _, err := e.setAwaiting(true, dl); err != nil {
 				// A connection without deadlines cannot be woken
 				// from a wait: leave it to the receiver goroutine.
-				return 0, nil, e.handBack()
+				return 0, nil, false, true
 			}
 			whole, err := e.rx.r.AwaitFPDU(waitRxMaxFPDU)
 			poked, _ := e.setAwaiting(false, time.Time{})
@@ -130,14 +171,14 @@ func (e *engine) receiveFor(ctx context.Context, cq *CQ, wcs []WorkCompletion) (
 			case err == nil && !whole:
 				// A long FPDU: the receiver goroutine places its
 				// payload straight from the socket.
-				return 0, nil, e.handBack()
+				return 0, nil, false, true
 			case err == nil:
 			case !errors.Is(err, os.ErrDeadlineExceeded):
 				e.receiveFailed(err)
 				continue
 			case !poked && (!hasDeadline || dl != deadline):
 				// A whole interval of silence: this is a long wait.
-				return 0, nil, e.handBack()
+				return 0, nil, false, true
 			default:
 				continue // poked, or ctx's deadline: look again
 			}
@@ -157,14 +198,12 @@ func (e *engine) receiveFor(ctx context.Context, cq *CQ, wcs []WorkCompletion) (
 // peer that stalls inside a long FPDU cannot keep a Wait past its context.
 const waitRxMaxFPDU = 4096 + 64
 
-// handBack returns the socket to the receiver goroutine at once (the
-// caller still holds the receive token and lets it go) and reports false,
-// the waiter's cue to wait the usual way.
-func (e *engine) handBack() bool {
+// handBack returns the socket to the receiver goroutine at once; the
+// caller has let go of the receive token.
+func (e *engine) handBack() {
 	e.lastWait.Store(0)
 	select {
 	case e.resume <- struct{}{}:
 	default:
 	}
-	return false
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/internal/testutil"
 )
 
 // BenchmarkLocalPersist is the local side of the durable-write benchmark:
@@ -173,7 +174,8 @@ func benchRemote(b *testing.B, m benchMode, region int64) (*Initiator, context.C
 // it wrote after every EVERY writes, by each method, in each mode;
 // BenchmarkLocalPersist does the same work locally. Both run over loopback
 // TCP in this process (initiator and target share the CPUs). ns/op is per
-// write; MB/s counts the bytes written.
+// write; MB/s counts the bytes written; cpu-ns/op and ctxsw/op are the
+// process's, both sides together, per write.
 func BenchmarkDurableWrite(b *testing.B) {
 	for _, m := range benchModes() {
 		for _, method := range []Method{MethodExtension, MethodGPSPM, MethodReadAfterWrite} {
@@ -191,6 +193,8 @@ func BenchmarkDurableWrite(b *testing.B) {
 						b.SetBytes(int64(size))
 						b.ReportAllocs()
 						b.ResetTimer()
+						cost := testutil.StartCost()
+						defer cost.Report(b)
 						for i := 0; i < b.N; i++ {
 							if err := in.Write(ctx, off, src); err != nil {
 								b.Fatal(err)
@@ -220,6 +224,8 @@ func BenchmarkRoundTrip8(b *testing.B) {
 			opt := UseMethod(MethodReadAfterWrite)
 			b.ReportAllocs()
 			b.ResetTimer()
+			cost := testutil.StartCost()
+			defer cost.Report(b)
 			for i := 0; i < b.N; i++ {
 				if _, err := in.Flush(ctx, 0, 8, opt); err != nil {
 					b.Fatal(err)
@@ -273,6 +279,8 @@ func BenchmarkPlainWriteRead(b *testing.B) {
 	b.SetBytes(4096)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cost := testutil.StartCost()
+	defer cost.Report(b)
 	for i := 0; i < b.N; i++ {
 		if err := qp.PostSend(conn.SendWR{Op: conn.OpWrite, SGL: wsgl, Remote: smr.Remote(0)}); err != nil {
 			b.Fatal(err)

@@ -216,8 +216,11 @@ func (g *group) push(j job) {
 	if j.r.s.kind == persistNone && g.n == 0 && !g.running {
 		g.running = true
 		g.mu.Unlock()
-		g.runClaimed(&j)
-		g.signal()
+		if g.runClaimed(&j) {
+			// Jobs queued meanwhile, or the group ended: the worker,
+			// which saw this one running, must look again.
+			g.signal()
+		}
 		return
 	}
 	g.jobs[(g.head+g.n)%len(g.jobs)] = j
@@ -258,13 +261,17 @@ func (g *group) work() {
 	}
 }
 
-// runClaimed runs j, for which the caller set running, and clears it.
-func (g *group) runClaimed(j *job) {
+// runClaimed runs j, for which the caller set running, and clears it. It
+// reports whether the worker has something to do now: jobs are queued or
+// the group has ended.
+func (g *group) runClaimed(j *job) bool {
 	g.run(j)
 	g.mu.Lock()
 	g.running = false
 	g.changed.Broadcast()
+	more := g.n > 0 || g.ended
 	g.mu.Unlock()
+	return more
 }
 
 // run persists what j needs, then acknowledges it (or fails it).

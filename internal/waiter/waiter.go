@@ -3,8 +3,9 @@
 // left to complete.
 //
 // Every program of iwarp-peer waits for completions the same way: poll the
-// CQ; if it is empty, wait for it, for the context and for the queue pair's
-// Done channel. A queue pair that leaves the connected state flushes its
+// CQ; if it is empty, wait for it in CQ.Wait (which receives for the CQ's
+// only queue pair itself), until the context ends or the queue pair is
+// done. A queue pair that leaves the connected state flushes its
 // outstanding work into the CQ, but Done may close before those completions
 // are pushed; a waiter that finds the CQ empty after Done reports ErrEnded
 // rather than waiting for completions that may never come (work that was
@@ -15,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/iwarp-go/iwarp-go/conn"
 )
@@ -37,6 +39,13 @@ type Waiter struct {
 	qp    *conn.QP
 	buf   []conn.WorkCompletion
 	queue []conn.WorkCompletion // polled, not yet handed out, oldest first
+
+	// The context CQ.Wait gets: the caller's, ended also when the queue
+	// pair is done. It is kept for as long as the caller passes the same
+	// context, so that waiting allocates nothing.
+	waitFrom context.Context
+	waitCtx  context.Context
+	waitStop func()
 }
 
 // batch is how many completions one poll of the CQ takes.
@@ -113,14 +122,15 @@ func (w *Waiter) fill(ctx context.Context) error {
 }
 
 // poll waits for at least one completion and returns how many it put into
-// w.buf.
+// w.buf. It waits in CQ.Wait, which receives for a CQ's only queue pair in
+// the waiting goroutine, so that a reply wakes this goroutine directly
+// rather than the queue pair's receiver goroutine and then this one.
 func (w *Waiter) poll(ctx context.Context) (int, error) {
 	for {
 		if n := w.cq.Poll(w.buf); n > 0 {
 			return n, nil
 		}
 		select {
-		case <-w.cq.Ready():
 		case <-w.qp.Done():
 			if n := w.cq.Poll(w.buf); n > 0 {
 				return n, nil
@@ -129,8 +139,44 @@ func (w *Waiter) poll(ctx context.Context) (int, error) {
 				return 0, fmt.Errorf("%w: %w", ErrEnded, cause)
 			}
 			return 0, ErrEnded
-		case <-ctx.Done():
-			return 0, ctx.Err()
+		default:
 		}
+		if n, _ := w.cq.Wait(w.contextFor(ctx), w.buf); n > 0 {
+			return n, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		// The queue pair is done: the select above says how it ended.
+	}
+}
+
+// contextFor returns ctx, ended also when the queue pair is done.
+func (w *Waiter) contextFor(ctx context.Context) context.Context {
+	if w.waitCtx != nil && w.waitFrom == ctx {
+		return w.waitCtx
+	}
+	if w.waitStop != nil {
+		w.waitStop()
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(doneContext{w.qp.Done()}, cancel)
+	w.waitFrom, w.waitCtx = ctx, wctx
+	w.waitStop = func() { stop(); cancel() }
+	return wctx
+}
+
+// doneContext is a context that ends when done is closed.
+type doneContext struct{ done <-chan struct{} }
+
+func (doneContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c doneContext) Done() <-chan struct{}     { return c.done }
+func (doneContext) Value(any) any               { return nil }
+func (c doneContext) Err() error {
+	select {
+	case <-c.done:
+		return context.Canceled
+	default:
+		return nil
 	}
 }
