@@ -131,30 +131,30 @@ func (e *engine) receiveFor(ctx context.Context, cq *CQ, wcs []WorkCompletion) (
 			e.handBack()
 		}
 	}()
-	n, err, ok, back = e.receiveLocked(ctx, cq, wcs)
+	n, ok, back, err = e.receiveLocked(ctx, cq, wcs)
 	return n, err, ok
 }
 
 // receiveLocked is receiveFor's loop, run with the receive token held; back
 // reports that the socket goes back to the receiver goroutine (ok is then
 // false).
-func (e *engine) receiveLocked(ctx context.Context, cq *CQ, wcs []WorkCompletion) (n int, err error, ok, back bool) {
+func (e *engine) receiveLocked(ctx context.Context, cq *CQ, wcs []WorkCompletion) (n int, ok, back bool, err error) {
 	deadline, hasDeadline := ctx.Deadline()
 	for {
 		if n := cq.Poll(wcs); n > 0 {
 			e.lastWait.Store(nanotime())
-			return n, nil, true, false
+			return n, true, false, nil
 		}
 		if e.dead.Load() {
-			return 0, nil, false, false
+			return 0, false, false, nil
 		}
 		if err := ctx.Err(); err != nil {
-			return 0, err, true, false
+			return 0, true, false, err
 		}
 		if !e.rx.r.Whole() {
 			now := time.Now()
 			if hasDeadline && !now.Before(deadline) {
-				return 0, context.DeadlineExceeded, true, false
+				return 0, true, false, context.DeadlineExceeded
 			}
 			dl := now.Add(standByInterval)
 			if hasDeadline && deadline.Before(dl) {
@@ -163,7 +163,7 @@ func (e *engine) receiveLocked(ctx context.Context, cq *CQ, wcs []WorkCompletion
 			if _, err := e.setAwaiting(true, dl); err != nil {
 				// A connection without deadlines cannot be woken
 				// from a wait: leave it to the receiver goroutine.
-				return 0, nil, false, true
+				return 0, false, true, nil
 			}
 			whole, err := e.rx.r.AwaitFPDU(waitRxMaxFPDU)
 			poked, _ := e.setAwaiting(false, time.Time{})
@@ -171,14 +171,14 @@ func (e *engine) receiveLocked(ctx context.Context, cq *CQ, wcs []WorkCompletion
 			case err == nil && !whole:
 				// A long FPDU: the receiver goroutine places its
 				// payload straight from the socket.
-				return 0, nil, false, true
+				return 0, false, true, nil
 			case err == nil:
 			case !errors.Is(err, os.ErrDeadlineExceeded):
 				e.receiveFailed(err)
 				continue
 			case !poked && (!hasDeadline || dl != deadline):
 				// A whole interval of silence: this is a long wait.
-				return 0, nil, false, true
+				return 0, false, true, nil
 			default:
 				continue // poked, or ctx's deadline: look again
 			}

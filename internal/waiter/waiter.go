@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/conn"
@@ -153,7 +154,9 @@ func (w *Waiter) poll(ctx context.Context) (int, error) {
 
 // contextFor returns ctx, ended also when the queue pair is done.
 func (w *Waiter) contextFor(ctx context.Context) context.Context {
-	if w.waitCtx != nil && w.waitFrom == ctx {
+	// A context of an uncomparable type (a struct holding a map, say)
+	// would make == panic: such a caller gets a new context each time.
+	if w.waitCtx != nil && reflect.TypeOf(ctx).Comparable() && w.waitFrom == ctx {
 		return w.waitCtx
 	}
 	if w.waitStop != nil {

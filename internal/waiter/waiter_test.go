@@ -187,3 +187,27 @@ func BenchmarkPoll(b *testing.B) {
 		}
 	}
 }
+
+// mapContext is a context of an uncomparable type: == on two of them
+// panics, so the waiter must not compare it with the one it saw before.
+type mapContext struct {
+	context.Context
+	tags map[string]string
+}
+
+func TestWaitFor_UncomparableContext(t *testing.T) {
+	cli, _ := pair(t, nil)
+	w := New(cli.cq, cli.qp)
+	defer func() {
+		if w.waitStop != nil {
+			w.waitStop()
+		}
+	}()
+	for range 2 {
+		ctx := mapContext{ctxT(t), map[string]string{"k": "v"}}
+		require.NoError(t, w.contextFor(ctx).Err())
+	}
+	// And a comparable one is reused: no new context per wait.
+	ctx := ctxT(t)
+	require.Equal(t, w.contextFor(ctx), w.contextFor(ctx))
+}
