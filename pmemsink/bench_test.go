@@ -214,6 +214,31 @@ func BenchmarkDurableWrite(b *testing.B) {
 	}
 }
 
+// BenchmarkDurableWriteFlush is BenchmarkDurableWrite's flush-every-1
+// rows through WriteFlush: the Write and the flush's request posted
+// together.
+func BenchmarkDurableWriteFlush(b *testing.B) {
+	for _, m := range benchModes() {
+		for _, method := range []Method{MethodExtension, MethodGPSPM, MethodReadAfterWrite} {
+			for _, size := range []int{1 << 10, 4 << 10, 64 << 10} {
+				b.Run(fmt.Sprintf("%s/%v/%dKiB", m.name, method, size>>10), func(b *testing.B) {
+					in, ctx := benchRemote(b, m, int64(size))
+					src := make([]byte, size)
+					opt := UseMethod(method)
+					b.SetBytes(int64(size))
+					b.ReportAllocs()
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						if _, err := in.WriteFlush(ctx, 0, src, opt); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
 // BenchmarkRoundTrip8 is the round trip the durable-write goal adds to a
 // local persist: an 8-byte RDMA Read of a served sink on a connection that
 // wrote nothing (so no persist), through the same initiator.

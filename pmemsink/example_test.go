@@ -84,6 +84,10 @@ func ExampleServer() {
 	fmt.Println(res, err)
 	_, err = in.Flush(ctx, 4096, 13, pmemsink.RequirePersistent())
 	fmt.Println(errors.Is(err, pmemsink.ErrNotPersistent))
+	// The same in one call, the Write and the flush's request leaving
+	// together: a durable write's latency is then close to one round trip.
+	res, err = in.WriteFlush(ctx, 8192, []byte("durable again"), pmemsink.UseMethod(pmemsink.MethodReadAfterWrite))
+	fmt.Println(res, err)
 	in.Close()
 
 	ln.Close()
@@ -93,4 +97,5 @@ func ExampleServer() {
 	// region: 1048576 bytes, usage READ_SRC|WRITE_DST|FLUSH_TYPE_VISIBILITY
 	// flush-extension, placed <nil>
 	// true
+	// read-after-write, placed <nil>
 }

@@ -122,3 +122,44 @@ func TestRemote_InterruptedFlushFailsTheInitiator(t *testing.T) {
 	require.ErrorContains(t, err, "initiator unusable")
 	require.ErrorIs(t, in.Read(ctx, 0, make([]byte, 4)), context.DeadlineExceeded)
 }
+
+// WriteFlush is Write then Flush with the last Write and the flush's
+// request posted together: the file holds the bytes when it returns, by
+// every method, for one chunk or several, and the target persisted them.
+// A flush that fails before it posts still lets the Write out.
+func TestRemote_WriteFlush(t *testing.T) {
+	path := tpath(memDir(t), "sink")
+	s := openT(t, path, 1<<20, WithShadow(&recorder{}, ModeMsync))
+	x := serve(t, s, ServerConfig{})
+	in := dialT(t, x.addr(), WithGPSPM(), WithStaging(64<<10)) // chunks of 16 KiB
+	ctx := tctx(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	off := uint64(5)
+	for _, m := range []Method{MethodExtension, MethodGPSPM, MethodReadAfterWrite} {
+		for _, n := range []int{1, 4096, 40000} {
+			data := make([]byte, n)
+			for j := range data {
+				data[j] = byte(rng.Uint32())
+			}
+			before := s.Stats()
+			res, err := in.WriteFlush(ctx, off, data, UseMethod(m))
+			require.NoError(t, err, "%v %d", m, n)
+			require.Equal(t, m, res.Method)
+			file, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(data, file[off:off+uint64(n)]), "%v %d: the file holds the bytes", m, n)
+			after := s.Stats()
+			require.Greater(t, after.Persists, before.Persists, "%v %d: the flush persisted", m, n)
+			require.GreaterOrEqual(t, after.BytesPersisted-before.BytesPersisted, uint64(n), "%v %d", m, n)
+			off += uint64(n) + 7
+		}
+	}
+
+	bare := dialT(t, x.addr(), WithStaging(64<<10)) // no GPSPM receive
+	data := []byte("held, then sent alone")
+	_, err := bare.WriteFlush(ctx, 900000, data, UseMethod(MethodGPSPM))
+	require.ErrorIs(t, err, ErrGPSPMNotDeclared)
+	back := make([]byte, len(data))
+	require.NoError(t, bare.Read(ctx, 900000, back))
+	require.Equal(t, data, back, "the Write went out although the flush could not")
+}
