@@ -103,32 +103,29 @@ rtt="$tmp/rtt.md"
 allocs=$(awk '$1 ~ /^DurableWrite(Flush)?\// && $4 > max { max = $4 } END { print max + 0 }' "$tmp/med.txt")
 
 goals="$tmp/goals.md"
-{
+# goal BENCHMARK METHOD HOW: one goal line, the remote durable write of
+# BENCHMARK against a local persist plus the 8-byte round trip.
+goal() {
+	local remote_ns local_ns rt_ns
+	remote_ns=$(get "$1" 2)
 	local_ns=$(get "LocalPersist/volatile-tmpfs/4KiB/persist-every-1" 2)
 	rt_ns=$(get "RoundTrip8/volatile-tmpfs" 2)
+	if [[ -z $remote_ns || -z $local_ns || -z $rt_ns ]]; then
+		echo "- $2, $3: not measured"
+		return
+	fi
+	awk -v r="$remote_ns" -v l="$local_ns" -v t="$rt_ns" -v m="$2" -v how="$3" 'BEGIN {
+		v = r / (l + t)
+		printf "- %s, volatile, 4 KiB %s: %.1f µs / (local %.2f µs + round trip %.1f µs) = %.2f (goal <= 1.2): %s\n",
+			m, how, r / 1000, l / 1000, t / 1000, v, (v <= 1.2) ? "met" : "missed"
+	}'
+}
+{
 	for meth in $methods; do
-		remote_ns=$(get "DurableWrite/volatile-tmpfs/$meth/4KiB/flush-every-1" 2)
-		if [[ -z $remote_ns || -z $local_ns || -z $rt_ns ]]; then
-			echo "- $meth: not measured"
-			continue
-		fi
-		awk -v r="$remote_ns" -v l="$local_ns" -v t="$rt_ns" -v m="$meth" 'BEGIN {
-			v = r / (l + t)
-			printf "- %s, volatile, 4 KiB written then flushed: %.1f µs / (local %.2f µs + round trip %.1f µs) = %.2f (goal <= 1.2): %s\n",
-				m, r / 1000, l / 1000, t / 1000, v, (v <= 1.2) ? "met" : "missed"
-		}'
+		goal "DurableWrite/volatile-tmpfs/$meth/4KiB/flush-every-1" "$meth" "written then flushed"
 	done
 	for meth in $methods; do
-		remote_ns=$(get "DurableWriteFlush/volatile-tmpfs/$meth/4KiB" 2)
-		if [[ -z $remote_ns || -z $local_ns || -z $rt_ns ]]; then
-			echo "- $meth with WriteFlush: not measured"
-			continue
-		fi
-		awk -v r="$remote_ns" -v l="$local_ns" -v t="$rt_ns" -v m="$meth" 'BEGIN {
-			v = r / (l + t)
-			printf "- %s, volatile, 4 KiB by WriteFlush (Write and flush posted together): %.1f µs / (local %.2f µs + round trip %.1f µs) = %.2f (goal <= 1.2): %s\n",
-				m, r / 1000, l / 1000, t / 1000, v, (v <= 1.2) ? "met" : "missed"
-		}'
+		goal "DurableWriteFlush/volatile-tmpfs/$meth/4KiB" "$meth" "by WriteFlush (Write and flush posted together)"
 	done
 	echo "- heap allocations per remote durable write (most of any row): $allocs"
 } >"$goals"
