@@ -172,17 +172,11 @@ func (e *engine) commitQueueFlush() error {
 		ent.state = irqReady
 		ent.status, ent.achieved = flushOutcome(ent.placement, false, nil)
 	}
-	qp.mu.Lock()
-	if qp.state >= stateError {
-		qp.mu.Unlock()
-		ent.region.ReleaseRemote()
+	ctr, gen, ok := e.queueInbound(ent, hooks != nil)
+	if !ok {
 		return nil
 	}
-	ctr, gen := e.irq.push(ent)
-	qp.mu.Unlock()
-	qp.stats.readsQueued.Add(1)
 	if hooks != nil {
-		qp.stats.readsHeld.Add(1)
 		hooks.FlushRequested(qp, ent.srcOff, int(ent.flushLen), ent.placement&rdmap.PlacePersistence != 0, FlushRelease{e: e, ctr: ctr, gen: gen})
 	}
 	e.sendSoon()

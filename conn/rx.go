@@ -526,25 +526,37 @@ func (e *engine) commitQueueRead(*rdmap.Header, int) error {
 			hooks, ent.state = mr.hooks, irqHeld
 		}
 	}
-	qp.mu.Lock()
-	if qp.state >= stateError {
-		qp.mu.Unlock()
-		if ent.region != nil {
-			ent.region.ReleaseRemote()
-		}
+	ctr, gen, ok := e.queueInbound(ent, hooks != nil)
+	if !ok {
 		return nil
-	}
-	ctr, gen := e.irq.push(ent)
-	qp.mu.Unlock()
-	qp.stats.readsQueued.Add(1)
-	if hooks != nil {
-		qp.stats.readsHeld.Add(1)
 	}
 	if hooks != nil {
 		hooks.ReadRequested(qp, ent.srcOff, len(ent.src), ReadRelease{e: e, ctr: ctr, gen: gen})
 	}
 	e.sendSoon()
 	return nil
+}
+
+// queueInbound puts an inbound Read or Flush entry on the IRQ and counts
+// it (held: a region's hooks will release it). A queue pair already in
+// error takes nothing: the entry's region reference goes, and ok is false.
+func (e *engine) queueInbound(ent irqEntry, held bool) (ctr, gen uint32, ok bool) {
+	qp := e.qp
+	qp.mu.Lock()
+	if qp.state >= stateError {
+		qp.mu.Unlock()
+		if ent.region != nil {
+			ent.region.ReleaseRemote()
+		}
+		return 0, 0, false
+	}
+	ctr, gen = e.irq.push(ent)
+	qp.mu.Unlock()
+	qp.stats.readsQueued.Add(1)
+	if held {
+		qp.stats.readsHeld.Add(1)
+	}
+	return ctr, gen, true
 }
 
 func (e *engine) commitTerminate(*rdmap.Header, int) error {
