@@ -345,9 +345,9 @@ func (in *Initiator) Flush(ctx context.Context, off, n uint64, opts ...FlushOpti
 
 // WriteFlush writes p at region offset off and flushes [off, off+len(p)),
 // as Write followed by Flush does, but posts the last RDMA Write and the
-// flush's request together: they leave in one system call, and the
-// target meets them in one read, which takes a round trip's worth of
-// work off a durable write.
+// flush's request together: they leave in one system call and the
+// target usually reads them in one, a system call and a wake-up less on
+// each side of a durable write.
 func (in *Initiator) WriteFlush(ctx context.Context, off uint64, p []byte, opts ...FlushOption) (FlushResult, error) {
 	if len(p) == 0 {
 		return in.Flush(ctx, off, 0, opts...)
@@ -378,8 +378,8 @@ func (in *Initiator) WriteFlush(ctx context.Context, off uint64, p []byte, opts 
 }
 
 // submit posts wrs (the held Write, and the flush's request if any) and
-// records them, ps[i] for wrs[i]; a failure to post leaves the initiator failed (only
-// a broken queue pair refuses a post).
+// records them, ps[i] for wrs[i]. A failure to post leaves the initiator
+// failed: only a broken queue pair refuses a post.
 func (in *Initiator) submit(wrs []conn.SendWR, ps [2]pending) error {
 	n, err := in.qp.PostSendBatch(wrs)
 	for i := range n {
