@@ -470,15 +470,47 @@ func TestWriter_ArenaGrowthKeepsQueuedHeaders(t *testing.T) {
 // FPDUs costs two iovecs each, not three.
 func TestWriter_CoalescesArenaIovecs(t *testing.T) {
 	w := NewWriter(io.Discard, WriterConfig{CRC: true})
-	p := make([]byte, 64)
+	p := make([]byte, inlinePayload+1) // queued by reference
 	for i := 0; i < 10; i++ {
 		require.NoError(t, w.WriteFPDU(tagged(1, 1), p))
 	}
-	require.Len(t, w.bufs, 21)
+	require.Len(t, w.bufs, 21, "header, payload, then trailer and the next header as one")
 	require.Equal(t, 10, w.Pending())
-	require.Equal(t, 10*FPDULen(14+64), w.Buffered())
+	require.Equal(t, 10*FPDULen(14+len(p)), w.Buffered())
 	require.NoError(t, w.Flush())
 	require.Zero(t, w.Buffered())
+}
+
+// Small payloads are copied in behind their headers, so a batch of small
+// FPDUs is one iovec (one write); a small piece after a referenced one is
+// not, so the ULPDU keeps its order; and the copies stay in the first half
+// of the arena's first block, so they never make it grow.
+func TestWriter_InlinesSmallPayloads(t *testing.T) {
+	var out bytes.Buffer
+	w := NewWriter(&out, WriterConfig{CRC: true})
+	small := []byte("12345678")
+	for i := 0; i < 10; i++ {
+		require.NoError(t, w.WriteFPDU(tagged(1, uint64(i)), small, small))
+	}
+	require.Len(t, w.bufs, 1)
+	small[0] = 'X' // copied: the change is not sent
+	big := bytes.Repeat([]byte{0xCD}, inlinePayload+1)
+	require.NoError(t, w.WriteFPDU(tagged(2, 0), big, []byte("tail")))
+	require.Len(t, w.bufs, 4, "the run so far, big, \"tail\", the trailer")
+	require.NoError(t, w.Flush())
+	got := decodeAll(t, &out, ReaderConfig{CRC: true})
+	require.Len(t, got, 11)
+	for i := 0; i < 10; i++ {
+		require.Equal(t, append(tagged(1, uint64(i)), "1234567812345678"...), got[i])
+	}
+	require.Equal(t, append(append(tagged(2, 0), big...), "tail"...), got[10])
+
+	for i := 0; i < 1000; i++ {
+		require.NoError(t, w.WriteFPDU(tagged(1, 1), make([]byte, inlinePayload)))
+	}
+	require.NoError(t, w.Flush())
+	headersOnly := (1000*(lengthLen+14+crcLen) + arenaChunk - 1) / arenaChunk
+	require.LessOrEqual(t, len(w.a.chunks), headersOnly+1)
 }
 
 type failWriter struct{ n int }
@@ -492,7 +524,7 @@ func (f *failWriter) Write(p []byte) (int, error) {
 }
 
 func TestWriter_WriteErrorIsSticky(t *testing.T) {
-	w := NewWriter(&failWriter{n: 1}, WriterConfig{})
+	w := NewWriter(&failWriter{n: 0}, WriterConfig{})
 	require.NoError(t, w.WriteFPDU([]byte{1}, []byte("abc")))
 	require.Error(t, w.Flush())
 	require.Error(t, w.Begin(nil))

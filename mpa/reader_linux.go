@@ -1,7 +1,6 @@
 package mpa
 
 import (
-	"errors"
 	"io"
 	"syscall"
 	"unsafe"
@@ -68,12 +67,12 @@ func (r *Reader) readDirect(p []byte) (int, error) {
 func (r *Reader) readvNow(fd uintptr) bool {
 	for {
 		n, _, e := unix.Syscall(unix.SYS_READV, fd, uintptr(unsafe.Pointer(&r.rv.iov[0])), uintptr(len(r.rv.iov)))
-		switch {
-		case e == 0:
+		switch e { // direct, not errors.Is: a hot path
+		case 0:
 			r.rv.n = int(n)
-		case errors.Is(e, unix.EINTR):
+		case unix.EINTR:
 			continue
-		case errors.Is(e, unix.EAGAIN):
+		case unix.EAGAIN:
 			return false
 		default:
 			r.rv.err = e
@@ -119,9 +118,9 @@ func (r *Reader) readIdleNow(fd uintptr) bool {
 				r.buf, r.bufp = b, bp
 				return true
 			}
-		case errors.Is(err, unix.EINTR):
+		case err == unix.EINTR:
 			continue
-		case errors.Is(err, unix.EAGAIN):
+		case err == unix.EAGAIN:
 			r.pool.Put(bp)
 			return false
 		default:

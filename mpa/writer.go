@@ -106,11 +106,34 @@ func (w *Writer) Payload(p []byte) error {
 		w.abort()
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrFPDUTooLong, n, limit)
 	}
-	if len(p) > 0 {
+	if len(p) > 0 && !w.inline(p) {
 		w.pend = append(w.pend, p)
 		w.ulpdu += len(p)
 	}
 	return nil
+}
+
+// inlinePayload is the longest payload piece copied in behind its header
+// rather than queued by reference. A small FPDU then goes out as one iovec
+// (several of them in a batch too, since adjacent storage merges), which
+// the kernel copies and checks once, instead of three: for an 8-byte Send
+// that is a tenth of the round trip's system time.
+const inlinePayload = 256
+
+// inline copies p into the arena right behind the FPDU's header when p is
+// small, every earlier piece was inlined too (the order of the ULPDU's
+// bytes is the order of its storage) and the first half of the first
+// block has room: copies never make the arena grow, and every Writer's
+// arena holds as many blocks as its headers alone would need, give or take
+// one.
+func (w *Writer) inline(p []byte) bool {
+	if len(p) > inlinePayload || len(w.pend) > 0 || !w.a.extend(&w.hdr, len(p)) {
+		return false
+	}
+	b := w.a.bytes(w.hdr)
+	dmaCopy(b[len(b)-len(p):], p)
+	w.ulpdu += len(p)
+	return true
 }
 
 // PayloadCopy is Payload for memory that may change before the FPDU is
@@ -125,6 +148,9 @@ func (w *Writer) PayloadCopy(p []byte) error {
 	}
 	if limit := w.maxULPDU(); w.ulpdu+len(p) > limit {
 		return w.Payload(p) // the same refusal
+	}
+	if w.inline(p) {
+		return nil
 	}
 	for len(p) > 0 {
 		q := w.st.copy(p)
@@ -446,6 +472,17 @@ func (a *arena) alloc(n int) span {
 // by anyone cannot spill into neighbouring storage.
 func (a *arena) bytes(s span) []byte {
 	return a.chunks[s.chunk][s.off : s.off+s.n : s.off+s.n]
+}
+
+// extend grows s, the arena's latest allocation, by n bytes in place if
+// that keeps it in the first half of the first block.
+func (a *arena) extend(s *span, n int) bool {
+	if a.cur != 0 || s.chunk != 0 || s.off+s.n != a.off || a.off+n > arenaChunk/2 {
+		return false
+	}
+	a.off += n
+	s.n += n
+	return true
 }
 
 func (a *arena) reset() { a.cur, a.off = 0, 0 }

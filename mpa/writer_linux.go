@@ -1,7 +1,6 @@
 package mpa
 
 import (
-	"errors"
 	"syscall"
 	"unsafe"
 
@@ -62,15 +61,26 @@ func (w *Writer) tryWritev() (n int, tried bool, err error) {
 
 // writevNow is RawConn.Write's callback: one non-blocking writev; EAGAIN
 // just means nothing was written. It never asks to wait.
+//
+// One iovec goes out with write: the kernel's writev path imports and
+// checks the iovec array first, which for a small FPDU costs more than the
+// copy. The Errno comparisons are direct, not errors.Is: this is the
+// hottest path of a round trip.
 func (w *Writer) writevNow(fd uintptr) bool {
 	for {
-		n, _, e := unix.Syscall(unix.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&w.wv.iov[0])), uintptr(len(w.wv.iov)))
-		switch {
-		case e == 0:
+		var n uintptr
+		var e unix.Errno
+		if len(w.wv.iov) == 1 {
+			n, _, e = unix.Syscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(w.wv.iov[0].Base)), uintptr(w.wv.iov[0].Len))
+		} else {
+			n, _, e = unix.Syscall(unix.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&w.wv.iov[0])), uintptr(len(w.wv.iov)))
+		}
+		switch e {
+		case 0:
 			w.wv.n = int(n)
-		case errors.Is(e, unix.EINTR):
+		case unix.EINTR:
 			continue
-		case errors.Is(e, unix.EAGAIN):
+		case unix.EAGAIN:
 		default:
 			w.wv.err = e
 		}
