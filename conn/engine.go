@@ -81,12 +81,18 @@ type engine struct {
 
 	// Receiving in CQ.Wait (waitrx.go).
 	pokeMu   sync.Mutex
-	awaiting bool          // the receive token holder waits between FPDUs
-	poked    bool          // a deadline cut that wait short
-	lastWait atomic.Int64  // nanotime a CQ.Wait last received for this connection
-	standBy  *time.Timer   // the receiver goroutine's pause while waiters receive
-	resume   chan struct{} // capacity 1: a waiter handed the socket back
-	waitRx   atomic.Int64  // FPDUs CQ.Wait received (tests look)
+	awaiting atomic.Bool  // the receive token holder waits between FPDUs
+	poked    atomic.Bool  // a completion was pushed since the holder last looked
+	cut      bool         // a poke's deadline cut the wait short (pokeMu)
+	lastWait atomic.Int64 // nanotime a CQ.Wait last received for this connection
+	standBy  *time.Timer  // the receiver goroutine's pause while waiters receive
+	// Owned by the receive token: when a waiter last pushed standBy
+	// (nanotime), and the read deadline the token holders last set (zero:
+	// none; pastDeadline: a poke's, to be replaced).
+	standByAt  int64
+	rxDeadline time.Time
+	resume     chan struct{} // capacity 1: a waiter handed the socket back
+	waitRx     atomic.Int64  // FPDUs CQ.Wait received (tests look)
 
 	log   *slog.Logger          // nil: no tracing
 	onEnd func(net.Addr, error) // the listener that accepted it, told at the end

@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -207,4 +208,81 @@ func TestWaitConcurrentWaiters(t *testing.T) {
 	}
 	wg.Wait()
 	require.Len(t, seen, n)
+}
+
+// deadlineConn records the read deadlines set on it.
+type deadlineConn struct {
+	net.Conn
+	set []time.Time
+}
+
+func (c *deadlineConn) SetReadDeadline(t time.Time) error {
+	c.set = append(c.set, t)
+	return nil
+}
+
+// A Wait leaves its read deadline in place for the next: over a run of
+// round trips the deadline is set about once every half interval, never
+// later than the Wait asks (its context's deadline included), and a
+// deadline a poke moved into the past is always replaced.
+func TestWaitDeadlineSetOncePerHalfInterval(t *testing.T) {
+	c := &deadlineConn{}
+	e := &engine{c: c}
+	start := time.Now()
+	const rt = 16 * time.Microsecond
+	n := int(4 * standByInterval / rt)
+	for i := 0; i < n; i++ {
+		now := start.Add(time.Duration(i) * rt)
+		want := now.Add(standByInterval)
+		dl, err := e.standByDeadline(now, want)
+		require.NoError(t, err)
+		require.False(t, dl.After(want), "the deadline in force is later than asked")
+		require.GreaterOrEqual(t, dl.Sub(now), standByInterval/2)
+	}
+	require.Len(t, c.set, 8, "four intervals, a deadline every half interval")
+
+	now := start.Add(4 * standByInterval)
+	ctxDeadline := now.Add(standByInterval / 4)
+	dl, err := e.standByDeadline(now, ctxDeadline)
+	require.NoError(t, err)
+	require.Equal(t, ctxDeadline, dl, "a sooner context deadline is set exactly")
+	dl, err = e.standByDeadline(now.Add(rt), ctxDeadline)
+	require.NoError(t, err)
+	require.Equal(t, ctxDeadline, dl, "and kept while it is still what is asked")
+	require.Len(t, c.set, 9)
+
+	e.rxDeadline = pastDeadline // what endAwait records after a cut
+	dl, err = e.standByDeadline(now, now.Add(standByInterval))
+	require.NoError(t, err)
+	require.Equal(t, now.Add(standByInterval), dl)
+	require.Len(t, c.set, 10)
+
+	e.clearDeadline()
+	require.True(t, e.rxDeadline.IsZero())
+	require.True(t, c.set[10].IsZero(), "the receiver's read runs without a deadline")
+	e.clearDeadline()
+	require.Len(t, c.set, 11, "nothing to clear the second time")
+}
+
+// A completion pushed after the holder looked at the CQ and before it
+// marks its wait must not be waited past: either startAwait sees the poke
+// or the poke sees the mark and cuts the wait with a past deadline, which
+// the next wait then replaces.
+func TestWaitPokeBeforeAndDuringTheWait(t *testing.T) {
+	c := &deadlineConn{}
+	e := &engine{c: c}
+	e.poke()
+	require.False(t, e.startAwait(), "a poke before the wait began")
+	require.Empty(t, c.set, "nothing to cut")
+	e.poked.Store(false) // the holder's next look at the CQ
+	require.True(t, e.startAwait())
+	e.poke()
+	require.Equal(t, []time.Time{pastDeadline}, c.set, "the wait is cut")
+	e.poke()
+	require.Len(t, c.set, 1, "once")
+	require.True(t, e.endAwait(), "the holder learns of the cut")
+	require.Equal(t, pastDeadline, e.rxDeadline)
+	e.poked.Store(false)
+	require.True(t, e.startAwait())
+	require.False(t, e.endAwait(), "no poke, no cut")
 }
