@@ -148,7 +148,6 @@ func (e *engine) drain(timeout time.Duration) {
 // fails, or deadline passes. Called with rxMu held.
 func (e *engine) receiveUntil(deadline time.Time, done func() bool) {
 	e.c.SetReadDeadline(deadline)
-	e.rxDeadline = deadline
 	for !e.dead.Load() && !done() {
 		if err := e.receiveOne(); err != nil {
 			e.receiveFailed(err)

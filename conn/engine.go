@@ -86,13 +86,14 @@ type engine struct {
 	cut      bool         // a poke's deadline cut the wait short (pokeMu)
 	lastWait atomic.Int64 // nanotime a CQ.Wait last received for this connection
 	standBy  *time.Timer  // the receiver goroutine's pause while waiters receive
-	// Owned by the receive token: when a waiter last pushed standBy
-	// (nanotime), and the read deadline the token holders last set (zero:
-	// none; pastDeadline: a poke's, to be replaced).
-	standByAt  int64
-	rxDeadline time.Time
-	resume     chan struct{} // capacity 1: a waiter handed the socket back
-	waitRx     atomic.Int64  // FPDUs CQ.Wait received (tests look)
+	// Owned by the receive token: the context whose ending pokes a
+	// Wait (watchContext), and whether the socket takes deadlines (0:
+	// not known yet, 1 yes, -1 no).
+	waitDone  <-chan struct{}
+	waitStop  func() bool
+	deadlines int8
+	resume    chan struct{} // capacity 1: a waiter handed the socket back
+	waitRx    atomic.Int64  // FPDUs CQ.Wait received (tests look)
 
 	log   *slog.Logger          // nil: no tracing
 	onEnd func(net.Addr, error) // the listener that accepted it, told at the end
@@ -369,6 +370,9 @@ func (e *engine) releaseTxRegionsLocked() {
 // endRxLocked ends the receive role of a failed connection. Called with
 // rxMu held; idempotent.
 func (e *engine) endRxLocked() {
+	if e.dead.Load() {
+		e.unwatchContext()
+	}
 	qp := e.qp
 	qp.mu.Lock()
 	if e.rxEnded || !e.dead.Load() {

@@ -125,7 +125,6 @@ func (e *engine) receiver() {
 			e.standByFor()
 			continue
 		}
-		e.clearDeadline() // one a Wait left: this read waits for as long as it takes
 		if err := e.receiveOne(); err != nil {
 			e.receiveFailed(err)
 			break

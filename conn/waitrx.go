@@ -12,20 +12,29 @@ import (
 // and waits on the socket, so that the peer's reply wakes it directly —
 // one goroutine wake-up per round trip, as over a plain TCP connection,
 // instead of the receiver's and then the waiter's. While waiters keep
-// receiving, the receiver goroutine stands by; when no Wait has received
-// for standByInterval, or a Wait found the socket silent for about that
-// long, it takes the socket back. No goroutine spins, and while Waits keep
-// coming nothing wakes on a timer: the waiters push the receiver's timer
-// forward (every half interval, not every Wait) and leave their socket
-// deadline in place from one Wait to the next (standByDeadline), so that a
-// round trip sets no timer at all. A waiter wakes at most once before it
-// leaves the socket to the receiver goroutine, which then blocks in the
-// read.
+// receiving, the receiver goroutine stands by; once no Wait has received
+// for standByInterval it takes the socket back.
+//
+// A round trip touches no timer. The Wait's socket wait has no deadline:
+// what must end it early does so with a poke (a read deadline in the
+// past) — a completion another goroutine pushed, or the Wait's context
+// ending, through a context.AfterFunc registered once per context, not
+// per Wait. The receiver's stand-by pause doubles, up to maxStandByPause,
+// while it keeps finding Waits at work. Timer operations per round trip
+// were measured: two read deadlines per Wait cost 2–3 % of the round trip,
+// and every timer moved later wakes an idle thread to watch it (the Go
+// runtime's wakeNetPoller), which cost more than the deadlines did.
 
 // standByInterval is how long the receiver goroutine leaves the socket to
-// CQ.Wait after the last Wait that received, and about how long a Wait
-// waits on a silent socket before it hands the socket back.
+// CQ.Wait after the last Wait began.
 const standByInterval = time.Millisecond
+
+// maxStandByPause bounds the receiver's pause while Waits keep coming:
+// after the application stops calling Wait, the receiver takes the socket
+// back within about this long (a peer's Read Requests wait that long at
+// most), and while it keeps calling Wait, the receiver wakes about this
+// often.
+const maxStandByPause = 16 * time.Millisecond
 
 // waitersReceive reports whether a CQ.Wait received for the connection
 // recently enough that the receiver goroutine should leave it the socket.
@@ -35,19 +44,17 @@ func (e *engine) waitersReceive() bool {
 }
 
 // standByFor is the receiver goroutine's part while waiters receive: it
-// lets go of the receive token and takes it back once no Wait has
-// received for standByInterval, or when a waiter hands the socket back.
-// It never blocks on the token while a waiter holds it: a goroutine
-// blocked in Lock would be woken by every waiter's Unlock only to find the
-// next Wait's TryLock ahead of it (a wake-up per round trip, and after a
-// millisecond the mutex's starvation mode hands the token to it and takes
-// it from the waiters). If the token is taken when the pause ends, it
-// pauses again; only once the connection has ended does it wait for the
-// holder, which then lets go at once.
+// lets go of the receive token and takes it back once no Wait has begun
+// for standByInterval, or when a waiter hands the socket back. It never
+// blocks on the token while a waiter holds it: a goroutine blocked in Lock
+// would be woken by every waiter's Unlock only to find the next Wait's
+// TryLock ahead of it (a wake-up per round trip, and after a millisecond
+// the mutex's starvation mode hands the token to it and takes it from the
+// waiters). If Waits are still at work when the pause ends, it pauses
+// again, twice as long; only once the connection has ended does it wait
+// for the holder, which then lets go at once.
 func (e *engine) standByFor() {
 	if e.standBy == nil {
-		// Made while this goroutine holds the token, so that waiters,
-		// which touch it only holding the token, always see it.
 		e.standBy = time.NewTimer(standByInterval)
 		e.standBy.Stop()
 	}
@@ -55,77 +62,57 @@ func (e *engine) standByFor() {
 	// Wake a waiter that looked while this goroutine still held the token.
 	e.qp.scq.wake()
 	e.qp.rcq.wake()
+	pause := standByInterval
 	for {
-		if e.standByPause() {
+		over, resumed := e.standByPause(pause)
+		if over {
 			e.rxMu.Lock()
 			return
 		}
-		if !e.waitersReceive() && e.rxMu.TryLock() {
+		if (resumed || !e.waitersReceive()) && e.rxMu.TryLock() {
 			return
 		}
+		pause = min(2*pause, maxStandByPause)
 	}
 }
 
-// standByPause is one pause of standByFor, until standByInterval after the
-// last Wait that received (waiters push it later as they go on); it
-// reports whether the queue pair has left the connected states.
-func (e *engine) standByPause() (over bool) {
-	d := standByInterval
-	if last := e.lastWait.Load(); last != 0 {
-		if left := time.Duration(last + int64(standByInterval) - nanotime()); left > 0 {
-			d = left
-		}
-	}
+// standByPause is one pause of standByFor; it reports whether the queue
+// pair has left the connected states, or a waiter handed the socket back.
+func (e *engine) standByPause(d time.Duration) (over, resumed bool) {
 	e.standBy.Reset(d)
 	select {
 	case <-e.standBy.C:
 	case <-e.resume:
 		e.standBy.Stop()
+		return false, true
 	case <-e.qp.done:
 		e.standBy.Stop()
-		return true
+		return true, false
 	}
-	return false
+	return false, false
 }
 
-// pushStandBy moves the standing-by receiver's wake-up to standByInterval
-// from now, at most once every half interval: a Wait that receives keeps
-// the receiver asleep without a timer operation per round trip. The
-// caller holds the receive token.
-func (e *engine) pushStandBy(now int64) {
-	if e.standBy != nil && now-e.standByAt >= int64(standByInterval/2) {
-		e.standByAt = now
-		e.standBy.Reset(standByInterval)
+// watchContext makes sure the ending of ctx cuts the holder's socket wait
+// short: a context.AfterFunc that pokes, registered once per context (by
+// its Done channel, which contexts can always be compared by) and dropped
+// when another takes its place or the receive role ends. A context that
+// never ends needs none. The caller holds the receive token, which owns
+// the registration.
+func (e *engine) watchContext(ctx context.Context) {
+	done := ctx.Done()
+	if done == nil || done == e.waitDone {
+		return
 	}
+	e.unwatchContext()
+	e.waitDone = done
+	e.waitStop = context.AfterFunc(ctx, e.poke)
 }
 
-// standByDeadline returns the read deadline a Wait waits on the socket
-// under, setting it only when the one in force will not do: one no later
-// than want, what the Wait asks for (standByInterval from now, or the
-// context's deadline if that is sooner), and not sooner than half an
-// interval from now (or exactly want). A deadline is so set about once
-// every half interval rather than twice a round trip. The caller holds the
-// receive token, which owns rxDeadline.
-func (e *engine) standByDeadline(now time.Time, want time.Time) (time.Time, error) {
-	cur := e.rxDeadline
-	if !cur.IsZero() && !cur.After(want) && (cur.Equal(want) || cur.Sub(now) >= standByInterval/2) {
-		return cur, nil
-	}
-	e.rxDeadline = time.Time{}
-	if err := e.c.SetReadDeadline(want); err != nil {
-		return time.Time{}, err
-	}
-	e.rxDeadline = want
-	return want, nil
-}
-
-// clearDeadline removes the deadline a Wait left on the socket, before a
-// read that must not time out (the receiver goroutine's). The caller holds
-// the receive token.
-func (e *engine) clearDeadline() {
-	if !e.rxDeadline.IsZero() {
-		e.rxDeadline = time.Time{}
-		e.c.SetReadDeadline(time.Time{})
+// unwatchContext drops the registration of watchContext, if any.
+func (e *engine) unwatchContext() {
+	if e.waitStop != nil {
+		e.waitStop()
+		e.waitStop, e.waitDone = nil, nil
 	}
 }
 
@@ -144,18 +131,17 @@ func (e *engine) startAwait() bool {
 	return true
 }
 
-// endAwait unmarks the wait, reporting whether a poke cut it short. A cut
-// leaves a deadline in the past: it is forgotten (rxDeadline), so that the
-// next wait sets its own. Holding pokeMu makes the unmark always follow a
-// poke's deadline, never precede it: a poke never reaches a read in the
-// middle of an FPDU.
+// endAwait unmarks the wait, reporting whether a poke cut it short; the
+// cut's deadline, in the past, is cleared. Holding pokeMu makes the unmark
+// always follow a poke's deadline, never precede it: a poke never reaches
+// a read in the middle of an FPDU.
 func (e *engine) endAwait() (cut bool) {
 	e.pokeMu.Lock()
 	e.awaiting.Store(false)
 	cut, e.cut = e.cut, false
 	e.pokeMu.Unlock()
 	if cut {
-		e.rxDeadline = pastDeadline
+		e.c.SetReadDeadline(time.Time{})
 	}
 	return cut
 }
@@ -183,16 +169,14 @@ var pastDeadline = time.Unix(1, 0)
 // holds a completion, ctx ends, or the connection fails. ok is false when
 // the caller should wait the usual way: the receive token was taken (the
 // receiver goroutine is reading, or another waiter is), the connection
-// ended (its flushed completions come the usual way), or nothing arrived
-// for standByInterval — a long wait is left to the receiver goroutine, so
-// that a Wait that waits long costs one timer, not one per interval.
+// ended (its flushed completions come the usual way), the next FPDU is a
+// long one, or the connection cannot be poked (its net.Conn has no
+// deadlines).
 func (e *engine) receiveFor(ctx context.Context, cq *CQ, wcs []WorkCompletion) (n int, err error, ok bool) {
-	now := nanotime()
-	e.lastWait.Store(now) // the receiver stands by at its next pause
+	e.lastWait.Store(nanotime()) // the receiver stands by at its next pause
 	if !e.rxMu.TryLock() {
 		return 0, nil, false
 	}
-	e.pushStandBy(now)
 	cq.waiting.Store(e)
 	back := false
 	defer func() {
@@ -212,11 +196,12 @@ func (e *engine) receiveFor(ctx context.Context, cq *CQ, wcs []WorkCompletion) (
 // reports that the socket goes back to the receiver goroutine (ok is then
 // false).
 func (e *engine) receiveLocked(ctx context.Context, cq *CQ, wcs []WorkCompletion) (n int, ok, back bool, err error) {
-	deadline, hasDeadline := ctx.Deadline()
+	if !e.pokeable() {
+		return 0, false, true, nil
+	}
 	for {
 		e.poked.Store(false) // what a poke until now pushed, Poll finds
 		if n := cq.Poll(wcs); n > 0 {
-			e.lastWait.Store(nanotime())
 			return n, true, false, nil
 		}
 		if e.dead.Load() {
@@ -226,22 +211,9 @@ func (e *engine) receiveLocked(ctx context.Context, cq *CQ, wcs []WorkCompletion
 			return 0, true, false, err
 		}
 		if !e.rx.r.Whole() {
-			now := time.Now()
-			if hasDeadline && !now.Before(deadline) {
-				return 0, true, false, context.DeadlineExceeded
-			}
-			want := now.Add(standByInterval)
-			if hasDeadline && deadline.Before(want) {
-				want = deadline
-			}
-			dl, err := e.standByDeadline(now, want)
-			if err != nil {
-				// A connection without deadlines cannot be woken
-				// from a wait: leave it to the receiver goroutine.
-				return 0, false, true, nil
-			}
+			e.watchContext(ctx)
 			if !e.startAwait() {
-				continue // a completion came: look again
+				continue // a completion came, or ctx ended: look again
 			}
 			whole, err := e.rx.r.AwaitFPDU(waitRxMaxFPDU)
 			cut := e.endAwait()
@@ -254,11 +226,12 @@ func (e *engine) receiveLocked(ctx context.Context, cq *CQ, wcs []WorkCompletion
 			case !errors.Is(err, os.ErrDeadlineExceeded):
 				e.receiveFailed(err)
 				continue
-			case !cut && (!hasDeadline || dl != deadline):
-				// A whole interval of silence: this is a long wait.
-				return 0, false, true, nil
+			case cut:
+				continue // look again
 			default:
-				continue // poked, or ctx's deadline: look again
+				// A deadline not a poke's (a graceful close's, or
+				// a revocation's): the receiver goroutine sorts it out.
+				return 0, false, true, nil
 			}
 		}
 		// The FPDU is buffered: nothing below waits for the peer.
@@ -268,6 +241,19 @@ func (e *engine) receiveLocked(ctx context.Context, cq *CQ, wcs []WorkCompletion
 		}
 		e.waitRx.Add(1)
 	}
+}
+
+// pokeable reports whether the connection's reads can be cut short by a
+// deadline, which a Wait receiving needs; it finds out once. The caller
+// holds the receive token.
+func (e *engine) pokeable() bool {
+	if e.deadlines == 0 {
+		e.deadlines = 1
+		if e.c.SetReadDeadline(time.Time{}) != nil {
+			e.deadlines = -1
+		}
+	}
+	return e.deadlines > 0
 }
 
 // waitRxMaxFPDU is the longest FPDU a waiter receives itself. Longer ones

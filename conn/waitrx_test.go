@@ -221,47 +221,42 @@ func (c *deadlineConn) SetReadDeadline(t time.Time) error {
 	return nil
 }
 
-// A Wait leaves its read deadline in place for the next: over a run of
-// round trips the deadline is set about once every half interval, never
-// later than the Wait asks (its context's deadline included), and a
-// deadline a poke moved into the past is always replaced.
-func TestWaitDeadlineSetOncePerHalfInterval(t *testing.T) {
+// A Wait's context is watched through one registration for as long as
+// Waits pass the same one (by its Done channel): its ending cuts the
+// socket wait with a past deadline, a new context replaces the
+// registration, and a context that never ends needs none.
+func TestWaitContextWatchedOncePerContext(t *testing.T) {
 	c := &deadlineConn{}
 	e := &engine{c: c}
-	start := time.Now()
-	const rt = 16 * time.Microsecond
-	n := int(4 * standByInterval / rt)
-	for i := 0; i < n; i++ {
-		now := start.Add(time.Duration(i) * rt)
-		want := now.Add(standByInterval)
-		dl, err := e.standByDeadline(now, want)
-		require.NoError(t, err)
-		require.False(t, dl.After(want), "the deadline in force is later than asked")
-		require.GreaterOrEqual(t, dl.Sub(now), standByInterval/2)
-	}
-	require.Len(t, c.set, 8, "four intervals, a deadline every half interval")
+	e.watchContext(context.Background())
+	require.Nil(t, e.waitStop, "a context that never ends")
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	defer cancel1()
+	e.watchContext(ctx1)
+	stop1 := e.waitStop
+	require.NotNil(t, stop1)
+	e.watchContext(context.WithValue(ctx1, c, 1)) // same Done channel
+	require.Equal(t, ctx1.Done(), e.waitDone)
 
-	now := start.Add(4 * standByInterval)
-	ctxDeadline := now.Add(standByInterval / 4)
-	dl, err := e.standByDeadline(now, ctxDeadline)
-	require.NoError(t, err)
-	require.Equal(t, ctxDeadline, dl, "a sooner context deadline is set exactly")
-	dl, err = e.standByDeadline(now.Add(rt), ctxDeadline)
-	require.NoError(t, err)
-	require.Equal(t, ctxDeadline, dl, "and kept while it is still what is asked")
-	require.Len(t, c.set, 9)
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	e.watchContext(ctx2)
+	require.False(t, stop1(), "the first registration was dropped")
+	require.True(t, e.startAwait())
+	cancel2()
+	require.Eventually(t, func() bool {
+		e.pokeMu.Lock()
+		defer e.pokeMu.Unlock()
+		return e.cut
+	}, 5*time.Second, time.Millisecond, "the context's end did not cut the wait")
+	require.True(t, e.endAwait())
+	require.Equal(t, []time.Time{pastDeadline, {}}, c.set, "cut, then cleared")
 
-	e.rxDeadline = pastDeadline // what endAwait records after a cut
-	dl, err = e.standByDeadline(now, now.Add(standByInterval))
-	require.NoError(t, err)
-	require.Equal(t, now.Add(standByInterval), dl)
-	require.Len(t, c.set, 10)
-
-	e.clearDeadline()
-	require.True(t, e.rxDeadline.IsZero())
-	require.True(t, c.set[10].IsZero(), "the receiver's read runs without a deadline")
-	e.clearDeadline()
-	require.Len(t, c.set, 11, "nothing to clear the second time")
+	ctx3, cancel3 := context.WithCancel(context.Background())
+	e.watchContext(ctx3)
+	e.unwatchContext()
+	require.Nil(t, e.waitStop)
+	cancel3()
+	require.Len(t, c.set, 2, "an unwatched context pokes nothing")
 }
 
 // A completion pushed after the holder looked at the CQ and before it
@@ -281,7 +276,7 @@ func TestWaitPokeBeforeAndDuringTheWait(t *testing.T) {
 	e.poke()
 	require.Len(t, c.set, 1, "once")
 	require.True(t, e.endAwait(), "the holder learns of the cut")
-	require.Equal(t, pastDeadline, e.rxDeadline)
+	require.Equal(t, []time.Time{pastDeadline, {}}, c.set, "and the cut's deadline is cleared")
 	e.poked.Store(false)
 	require.True(t, e.startAwait())
 	require.False(t, e.endAwait(), "no poke, no cut")
