@@ -259,7 +259,7 @@ func pingPongBench(b *testing.B, post func(qp *QP, buf []SGE, peer RemoteAddr) e
 }
 
 // rawTCPPair returns two ends of a loopback TCP connection.
-func rawTCPPair(b *testing.B) (net.Conn, net.Conn) {
+func rawTCPPair(b testing.TB) (net.Conn, net.Conn) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(b, err)
 	defer ln.Close()

@@ -169,9 +169,11 @@ func (cq *CQ) pollLocked(wcs []WorkCompletion) int {
 // pair's receiver goroutine and then the waiter — half the goroutine
 // wake-ups of a round trip (BenchmarkPingPong's ctxsw/op). It does so only
 // for FPDUs of up to about 4 KiB (longer ones are placed by the receiver
-// straight from the socket) and only while replies come within a
-// millisecond; a longer wait is left to the receiver, which blocks in the
-// read. Region hooks may then run in the goroutine calling Wait.
+// straight from the socket); it sets no timer per call, and ctx's end cuts
+// its socket wait short. Once no Wait has begun for a millisecond, the
+// receiver goroutine takes the socket back within about 16 ms, so that a
+// program that stops waiting still has Read Requests answered and Writes
+// placed. Region hooks may run in the goroutine calling Wait.
 func (cq *CQ) Wait(ctx context.Context, wcs []WorkCompletion) (int, error) {
 	if len(wcs) == 0 {
 		return 0, errors.New("iwarp: CQ.Wait: empty completion slice")
