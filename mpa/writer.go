@@ -23,9 +23,11 @@ type WriterConfig struct {
 // Header bytes are copied into storage the Writer owns and reuses after
 // each Flush; payload slices given to Payload are referenced, not copied,
 // and must stay unchanged until Flush returns (with CRC, bytes that change
-// in between go out with a CRC computed over other bytes). PayloadCopy
-// copies instead, for memory others may change meanwhile. In steady state
-// nothing is allocated per FPDU.
+// in between go out with a CRC computed over other bytes) — except small
+// ones (up to 256 bytes), which are copied in behind their header so that
+// a small FPDU goes out as one piece. PayloadCopy copies always, for
+// memory others may change meanwhile. In steady state nothing is allocated
+// per FPDU.
 //
 // The Writer must see the direction's FPDU stream from its first byte:
 // marker positions count from there (RFC 5044 §4.3). It is not safe for
