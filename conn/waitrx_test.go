@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/iwarp-go/iwarp-go/mpa"
+	"github.com/iwarp-go/iwarp-go/rdmap"
 )
 
 // pingPong runs n Send/Receive round trips between client and server, the
@@ -280,4 +283,46 @@ func TestWaitPokeBeforeAndDuringTheWait(t *testing.T) {
 	e.poked.Store(false)
 	require.True(t, e.startAwait())
 	require.False(t, e.endAwait(), "no poke, no cut")
+}
+
+// A Wait receiving for its queue pair while the peer stops in the middle
+// of an FPDU ends with its context, every time, and Close still ends the
+// connection in bounded time with the receive flushed: the Wait's socket
+// wait has no deadline of its own, so both must cut it.
+func TestWaitPeerStallsInsideAnFPDU(t *testing.T) {
+	checkLeaks(t)
+	s := newHostileServer(t)
+	p := s.dial(mpa.Config{IRD: 1, ORD: 1})
+	for i := uint64(1); i <= 2; i++ {
+		require.NoError(t, s.qp.PostRecv(RecvWR{ID: i, SGL: []SGE{s.recv.SGE(0, 64)}}))
+	}
+	var wc [1]WorkCompletion
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p.send(uSend(rdmap.OpSend, true, 0, 0, 1, 0, []byte("first")))
+	n, err := s.cq.Wait(ctx, wc[:])
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, uint64(1), wc[0].ID)
+	require.NoError(t, wc[0].Err())
+
+	f := p.frame(uSend(rdmap.OpSend, true, 0, 0, 2, 0, make([]byte, 40)))
+	p.sendRaw(f[:20]) // the header and part of the payload, then nothing
+	for _, d := range []time.Duration{time.Millisecond, 3 * standByInterval, 20 * time.Millisecond} {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		_, err := s.cq.Wait(ctx, wc[:])
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded, "deadline %v", d)
+	}
+	stop, cancelStop := context.WithCancel(context.Background())
+	time.AfterFunc(5*time.Millisecond, cancelStop)
+	_, err = s.cq.Wait(stop, wc[:])
+	require.ErrorIs(t, err, context.Canceled)
+
+	returnsWithin(t, hangLimit, "Close", func() { s.qp.Close() })
+	n, err = s.cq.Wait(ctx, wc[:])
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, uint64(2), wc[0].ID)
+	require.Equal(t, WCWRFlushErr, wc[0].Status)
 }
