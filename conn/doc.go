@@ -62,9 +62,13 @@
 //     outbound and inbound Read queues, completions waiting for a handler.
 //   - CQ.mu: the completion ring and its reservations, and the queue
 //     pairs completing on the CQ.
-//   - The poke lock (a leaf, taken under any of the others): whether the
-//     receive token holder waits between FPDUs, so that a completion
-//     pushed by another goroutine may cut a CQ.Wait's socket wait short.
+//   - The poke lock (a leaf, taken under any of the others): whether a
+//     poke's past deadline has cut the receive token holder's wait between
+//     FPDUs (a completion pushed by another goroutine, or the end of the
+//     Wait's context, cuts a CQ.Wait's socket wait, which has no deadline
+//     of its own). Whether the holder waits and whether a poke came are
+//     atomics beside it; the receive token owns the Wait's context
+//     registration.
 //   - A region's protection state is lock-free (package stag); a Watched
 //     region's bytes are guarded by its own lock during placement.
 //
