@@ -12,8 +12,8 @@ import (
 // and waits on the socket, so that the peer's reply wakes it directly —
 // one goroutine wake-up per round trip, as over a plain TCP connection,
 // instead of the receiver's and then the waiter's. While waiters keep
-// receiving, the receiver goroutine stands by; once no Wait has received
-// for standByInterval it takes the socket back.
+// receiving, the receiver goroutine stands by; once no Wait has begun for
+// standByInterval it takes the socket back.
 //
 // A round trip touches no timer. The Wait's socket wait has no deadline:
 // what must end it early does so with a poke (a read deadline in the
@@ -36,7 +36,7 @@ const standByInterval = time.Millisecond
 // often.
 const maxStandByPause = 16 * time.Millisecond
 
-// waitersReceive reports whether a CQ.Wait received for the connection
+// waitersReceive reports whether a CQ.Wait began for the connection
 // recently enough that the receiver goroutine should leave it the socket.
 func (e *engine) waitersReceive() bool {
 	last := e.lastWait.Load()
