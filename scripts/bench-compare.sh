@@ -4,7 +4,9 @@
 # before, …), each run beside raw TCP (--compare-tcp), and prints a markdown
 # table of the medians. The ratios to raw TCP pair each run with the
 # baseline measured right after it, so they compare better than the rates
-# on a loaded machine. A figure a binary does not report (an older one:
+# on a loaded machine; so does the CPU time per round trip of the latency
+# phase (both sides, one process), which a busy neighbour slows less than
+# it slows the clock. A figure a binary does not report (an older one:
 # no p99 ratio, no raw TCP + CRC baseline, no --qps) shows as "–".
 #
 #   ./scripts/bench-compare.sh OLD_BINARY NEW_BINARY [N] [DURATION]
@@ -25,12 +27,12 @@ fi
 get() { { grep -o "\"$1\":[^,}]*" <<<"$2" || true; } | head -n1 | cut -d: -f2- | tr -d '"'; }
 # median of the non-empty lines of stdin; nothing if there are none.
 median() { grep -v '^$' | sort -g | awk '{a[NR]=$1} END {if (NR == 0) exit; if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}' || true; }
-keys=(gbps ratio tcp_crc_ratio lat_p50_us lat_ratio lat_p99_us lat_p99_ratio)
+keys=(gbps ratio tcp_crc_ratio lat_p50_us lat_ratio lat_p99_us lat_p99_ratio lat_cpu_us_per_rt)
 
 echo "Load before: $(cut -d' ' -f1-3 /proc/loadavg); $n paired runs per row, $dur per phase."
 echo
-echo "| row | before Gb/s | after Gb/s | change | before / TCP | after / TCP | before / TCP+CRC | after / TCP+CRC | before p50 µs | after p50 µs | before p50 / TCP | after p50 / TCP | before p99 µs | after p99 µs | before p99 / TCP | after p99 / TCP |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| row | before Gb/s | after Gb/s | change | before / TCP | after / TCP | before / TCP+CRC | after / TCP+CRC | before p50 µs | after p50 µs | before p50 / TCP | after p50 / TCP | before p99 µs | after p99 µs | before p99 / TCP | after p99 / TCP | before CPU µs / round trip | after CPU µs / round trip |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for row in "${rows[@]}"; do
 	read -r op size extra <<<"$row"
 	declare -A vals=()
@@ -59,7 +61,8 @@ for row in "${rows[@]}"; do
 	echo "| $op $size ${extra:-} | $(cell old gbps %.3f) | $(cell new gbps %.3f) | $(change gbps)" \
 		"| $(cell old ratio %.2f) | $(cell new ratio %.2f) | $(cell old tcp_crc_ratio %.2f) | $(cell new tcp_crc_ratio %.2f)" \
 		"| $(cell old lat_p50_us %.1f) | $(cell new lat_p50_us %.1f) | $(cell old lat_ratio %.2f) | $(cell new lat_ratio %.2f)" \
-		"| $(cell old lat_p99_us %.1f) | $(cell new lat_p99_us %.1f) | $(cell old lat_p99_ratio %.2f) | $(cell new lat_p99_ratio %.2f) |"
+		"| $(cell old lat_p99_us %.1f) | $(cell new lat_p99_us %.1f) | $(cell old lat_p99_ratio %.2f) | $(cell new lat_p99_ratio %.2f)" \
+		"| $(cell old lat_cpu_us_per_rt %.1f) | $(cell new lat_cpu_us_per_rt %.1f) |"
 	unset vals
 done
 echo
