@@ -3,7 +3,8 @@ package main
 import (
 	"io"
 	"os"
-	"sync"
+
+	"github.com/iwarp-go/iwarp-go/internal/syncwriter"
 )
 
 // shared returns w for writers in several goroutines: a file as it is
@@ -13,16 +14,5 @@ func shared(w io.Writer) io.Writer {
 	if _, ok := w.(*os.File); ok {
 		return w
 	}
-	return &lockedWriter{w: w}
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	return syncwriter.New(w)
 }

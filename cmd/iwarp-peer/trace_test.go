@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/iwarp-go/iwarp-go/internal/conntest"
+	"github.com/iwarp-go/iwarp-go/internal/syncwriter"
 )
 
 // iwarp-peer -d traces every connection of the command on stderr (conn's
@@ -53,7 +54,7 @@ func TestShared(t *testing.T) {
 	require.Equal(t, os.Stderr, shared(os.Stderr))
 	var b bytes.Buffer
 	w := shared(&b)
-	require.IsType(t, &lockedWriter{}, w)
+	require.IsType(t, &syncwriter.Writer{}, w)
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {

@@ -7,9 +7,9 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"sync"
 
 	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/internal/syncwriter"
 	"github.com/iwarp-go/iwarp-go/internal/waiter"
 )
 
@@ -80,23 +80,12 @@ func (c *Config) options(server bool) []conn.Option {
 // start prints -d's account of the configuration and returns the writers
 // the run uses: a persistent server's connections share them.
 func (c *Config) start(role string) (out, errw io.Writer) {
-	out, errw = &syncWriter{w: c.Out}, &syncWriter{w: c.Err}
+	// A persistent server's connections share them, line by line.
+	out, errw = syncwriter.New(c.Out), syncwriter.New(c.Err)
 	if c.Debug {
 		fmt.Fprintf(out, "%s\nport %d\nsize %d\ncount %d\n", role, c.Port, c.Size, c.Count)
 	}
 	return out, errw
-}
-
-// syncWriter serialises the lines of a persistent server's connections.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
 
 // The numbers of rping's test states DISCONNECTED and ERROR, which its

@@ -4,24 +4,10 @@ import (
 	"bytes"
 	"io"
 	"os"
-	"sync"
 	"time"
 )
 
 const followPoll = 50 * time.Millisecond
-
-// syncWriter serialises writes from the output followers and the entry
-// point's own lines.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
 
 // follow copies what a guest job writes into the file path to w as it
 // comes, whole lines at a time (so that the entry point's own lines never

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/iwarp-go/iwarp-go/internal/syncwriter"
 	"github.com/iwarp-go/iwarp-go/interop/siw/lab"
 )
 
@@ -110,7 +111,7 @@ func (r *runner) guest(ctx context.Context, prog Program, inv *invocation) (int,
 	if err != nil {
 		return 0, fail(ExitGuest, "starting %s in the guest: %v", prog.Name, err)
 	}
-	stdout := &syncWriter{w: r.env.Stdout}
+	stdout := syncwriter.New(r.env.Stdout) // the output followers write beside the entry point
 	stop := make(chan struct{})
 	outDone := follow(p.StdoutPath(), stdout, stop)
 	errDone := follow(p.StderrPath(), r.env.Stderr, stop)
@@ -219,7 +220,7 @@ type jobResult struct {
 
 // await relays signals to the job, prints READY once a server listens, and
 // returns the job's exit status.
-func (r *runner) await(ctx context.Context, vm *lab.VM, p *lab.Proc, prog Program, inv *invocation, stdout *syncWriter) (int, error) {
+func (r *runner) await(ctx context.Context, vm *lab.VM, p *lab.Proc, prog Program, inv *invocation, stdout *syncwriter.Writer) (int, error) {
 	var listened chan error
 	if inv.server {
 		listened = make(chan error, 1)
