@@ -84,7 +84,7 @@ type engine struct {
 	awaiting atomic.Bool  // the receive token holder waits between FPDUs
 	poked    atomic.Bool  // a completion was pushed since the holder last looked
 	cut      bool         // a poke's deadline cut the wait short (pokeMu)
-	lastWait atomic.Int64 // nanotime a CQ.Wait last received for this connection
+	lastWait atomic.Int64 // nanotime a CQ.Wait last began for this connection
 	standBy  *time.Timer  // the receiver goroutine's pause while waiters receive
 	// Owned by the receive token: the context whose ending pokes a
 	// Wait (watchContext), and whether the socket takes deadlines (0:
