@@ -21,8 +21,12 @@ type CQ struct {
 	ring       []WorkCompletion
 	head       int // oldest completion
 	count      int // completions in the ring
-	reserved   int // slots promised to posted work that has not completed
 	solPending int // solicited or unsuccessful completions in the ring
+	// used is count plus the slots promised to posted work that has not
+	// completed. It is an atomic beside mu so that posting and unsignaled
+	// completion (a reservation each, two per message) take no lock: a
+	// push turns a promised slot into a held one and leaves it unchanged.
+	used atomic.Int64
 
 	ready chan struct{} // capacity 1: a completion was pushed
 	sol   chan struct{} // capacity 1: a solicited or error completion was pushed
@@ -85,31 +89,28 @@ func (cq *CQ) Len() int {
 
 // reserve promises n completion slots to work being posted.
 func (cq *CQ) reserve(n int) error {
-	cq.mu.Lock()
-	defer cq.mu.Unlock()
-	if cq.count+cq.reserved+n > len(cq.ring) {
-		return ErrCQFull
+	for {
+		u := cq.used.Load()
+		if u+int64(n) > int64(len(cq.ring)) {
+			return ErrCQFull
+		}
+		if cq.used.CompareAndSwap(u, u+int64(n)) {
+			return nil
+		}
 	}
-	cq.reserved += n
-	return nil
 }
 
 // unreserve gives back slots of work that completed without a completion
 // (unsignaled work that succeeded) or that was never queued.
-func (cq *CQ) unreserve(n int) {
-	cq.mu.Lock()
-	cq.reserved -= n
-	cq.mu.Unlock()
-}
+func (cq *CQ) unreserve(n int) { cq.used.Add(-int64(n)) }
 
 // push stores a completion in a slot reserved earlier. It never blocks.
 func (cq *CQ) push(wc *WorkCompletion) {
 	cq.mu.Lock()
-	if cq.reserved <= 0 || cq.count == len(cq.ring) {
+	if cq.used.Load() <= int64(cq.count) || cq.count == len(cq.ring) {
 		cq.mu.Unlock()
 		panic("iwarp: completion pushed without a reserved slot")
 	}
-	cq.reserved--
 	i := cq.head + cq.count
 	if i >= len(cq.ring) {
 		i -= len(cq.ring)
@@ -157,6 +158,7 @@ func (cq *CQ) pollLocked(wcs []WorkCompletion) int {
 		}
 	}
 	cq.count -= n
+	cq.used.Add(-int64(n))
 	return n
 }
 
@@ -170,10 +172,9 @@ func (cq *CQ) pollLocked(wcs []WorkCompletion) int {
 // wake-ups of a round trip (BenchmarkPingPong's ctxsw/op). It does so only
 // for FPDUs of up to about 4 KiB (longer ones are placed by the receiver
 // straight from the socket); it sets no timer per call, and ctx's end cuts
-// its socket wait short. Once no Wait has begun for a millisecond, the
-// receiver goroutine takes the socket back within about 16 ms, so that a
-// program that stops waiting still has Read Requests answered and Writes
-// placed. Region hooks may run in the goroutine calling Wait.
+// its socket wait short. After the last Wait, the receiver goroutine takes
+// the socket back within about 16 ms, so that a program that stops
+// waiting still has Read Requests answered and Writes placed. Region hooks may run in the goroutine calling Wait.
 func (cq *CQ) Wait(ctx context.Context, wcs []WorkCompletion) (int, error) {
 	if len(wcs) == 0 {
 		return 0, errors.New("iwarp: CQ.Wait: empty completion slice")

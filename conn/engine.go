@@ -80,12 +80,11 @@ type engine struct {
 	placing atomic.Pointer[stag.Region]
 
 	// Receiving in CQ.Wait (waitrx.go).
-	pokeMu   sync.Mutex
-	awaiting atomic.Bool  // the receive token holder waits between FPDUs
-	poked    atomic.Bool  // a completion was pushed since the holder last looked
-	cut      bool         // a poke's deadline cut the wait short (pokeMu)
-	lastWait atomic.Int64 // nanotime a CQ.Wait last began for this connection
-	standBy  *time.Timer  // the receiver goroutine's pause while waiters receive
+	pokeMu    sync.Mutex   // held by a poke while it sets its deadline
+	await     atomic.Int32 // awaitNone, awaitOn or awaitCut (waitrx.go)
+	poked     atomic.Bool  // a completion was pushed since the holder last looked
+	waitBegan atomic.Bool  // a CQ.Wait began since the receiver last looked
+	standBy   *time.Timer  // the receiver goroutine's pause while waiters receive
 	// Owned by the receive token: the context whose ending pokes a
 	// Wait (watchContext), and whether the socket takes deadlines (0:
 	// not known yet, 1 yes, -1 no).

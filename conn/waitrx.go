@@ -25,27 +25,38 @@ import (
 // and every timer moved later wakes an idle thread to watch it (the Go
 // runtime's wakeNetPoller), which cost more than the deadlines did.
 
-// standByInterval is how long the receiver goroutine leaves the socket to
-// CQ.Wait after the last Wait began.
+// standByInterval is the receiver goroutine's first stand-by pause: it
+// takes the socket back at the end of the first pause in which no Wait
+// began.
 const standByInterval = time.Millisecond
 
 // maxStandByPause bounds the receiver's pause while Waits keep coming:
 // after the application stops calling Wait, the receiver takes the socket
-// back within about this long (a peer's Read Requests wait that long at
+// back within two such pauses (a peer's Read Requests wait that long at
 // most), and while it keeps calling Wait, the receiver wakes about this
 // often.
-const maxStandByPause = 16 * time.Millisecond
+const maxStandByPause = 8 * time.Millisecond
 
-// waitersReceive reports whether a CQ.Wait began for the connection
-// recently enough that the receiver goroutine should leave it the socket.
+// noteWait records that a CQ.Wait began for the connection. A plain load
+// first: a Wait per round trip finds the flag set all but once per
+// stand-by pause, and a load costs less than a store to a line the
+// receiver reads (or a clock reading, which it replaced).
+func (e *engine) noteWait() {
+	if !e.waitBegan.Load() {
+		e.waitBegan.Store(true)
+	}
+}
+
+// waitersReceive reports whether a CQ.Wait began for the connection since
+// the receiver goroutine last looked, and clears the mark.
 func (e *engine) waitersReceive() bool {
-	last := e.lastWait.Load()
-	return last != 0 && nanotime()-last < int64(standByInterval)
+	return e.waitBegan.Load() && e.waitBegan.Swap(false)
 }
 
 // standByFor is the receiver goroutine's part while waiters receive: it
-// lets go of the receive token and takes it back once no Wait has begun
-// for standByInterval, or when a waiter hands the socket back. It never
+// lets go of the receive token and takes it back at the end of a pause in
+// which no Wait began (the first lasts standByInterval), or when a waiter
+// hands the socket back. It never
 // blocks on the token while a waiter holds it: a goroutine blocked in Lock
 // would be woken by every waiter's Unlock only to find the next Wait's
 // TryLock ahead of it (a wake-up per round trip, and after a millisecond
@@ -116,14 +127,21 @@ func (e *engine) unwatchContext() {
 	}
 }
 
+// The receive token holder's wait between FPDUs, as poke sees it.
+const (
+	awaitNone int32 = iota // not waiting
+	awaitOn                // waiting: a poke cuts the wait
+	awaitCut               // a poke cut it (its deadline is set, or being set)
+)
+
 // startAwait marks the receive token holder as waiting between FPDUs, so
 // that poke may cut the wait short. It reports false, and marks nothing,
 // when a completion was pushed since the last look at the CQ (the holder
 // clears poked just before it looks): that completion is there to take,
-// not to wait past. poked and awaiting are sequentially consistent
-// atomics: either this sees the poke or the poke sees the mark.
+// not to wait past. poked and await are sequentially consistent atomics:
+// either this sees the poke or the poke sees the mark.
 func (e *engine) startAwait() bool {
-	e.awaiting.Store(true)
+	e.await.Store(awaitOn)
 	if e.poked.Load() {
 		e.endAwait()
 		return false
@@ -132,18 +150,19 @@ func (e *engine) startAwait() bool {
 }
 
 // endAwait unmarks the wait, reporting whether a poke cut it short; the
-// cut's deadline, in the past, is cleared. Holding pokeMu makes the unmark
-// always follow a poke's deadline, never precede it: a poke never reaches
-// a read in the middle of an FPDU.
+// cut's deadline, in the past, is cleared. A wait no poke reached costs
+// one compare-and-swap. After a cut, taking pokeMu waits until the poke
+// has set its deadline, so that the clearing always follows it: a poke
+// never reaches a read in the middle of an FPDU.
 func (e *engine) endAwait() (cut bool) {
-	e.pokeMu.Lock()
-	e.awaiting.Store(false)
-	cut, e.cut = e.cut, false
-	e.pokeMu.Unlock()
-	if cut {
-		e.c.SetReadDeadline(time.Time{})
+	if e.await.CompareAndSwap(awaitOn, awaitNone) {
+		return false
 	}
-	return cut
+	e.pokeMu.Lock()
+	e.await.Store(awaitNone)
+	e.pokeMu.Unlock()
+	e.c.SetReadDeadline(time.Time{})
+	return true
 }
 
 // poke tells the receive token holder of a waiting CQ that a completion
@@ -152,12 +171,11 @@ func (e *engine) endAwait() (cut bool) {
 // here too, and cost two atomics.
 func (e *engine) poke() {
 	e.poked.Store(true)
-	if !e.awaiting.Load() {
+	if e.await.Load() != awaitOn {
 		return
 	}
 	e.pokeMu.Lock()
-	if e.awaiting.Load() && !e.cut {
-		e.cut = true
+	if e.await.CompareAndSwap(awaitOn, awaitCut) {
 		e.c.SetReadDeadline(pastDeadline)
 	}
 	e.pokeMu.Unlock()
@@ -173,7 +191,7 @@ var pastDeadline = time.Unix(1, 0)
 // long one, or the connection cannot be poked (its net.Conn has no
 // deadlines).
 func (e *engine) receiveFor(ctx context.Context, cq *CQ, wcs []WorkCompletion) (n int, err error, ok bool) {
-	e.lastWait.Store(nanotime()) // the receiver stands by at its next pause
+	e.noteWait() // the receiver stands by at its next pause
 	if !e.rxMu.TryLock() {
 		return 0, nil, false
 	}
@@ -265,7 +283,7 @@ const waitRxMaxFPDU = 4096 + 64
 // handBack returns the socket to the receiver goroutine at once; the
 // caller has let go of the receive token.
 func (e *engine) handBack() {
-	e.lastWait.Store(0)
+	e.waitBegan.Store(false)
 	select {
 	case e.resume <- struct{}{}:
 	default:

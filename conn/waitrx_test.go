@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -216,12 +217,30 @@ func TestWaitConcurrentWaiters(t *testing.T) {
 // deadlineConn records the read deadlines set on it.
 type deadlineConn struct {
 	net.Conn
+	mu  sync.Mutex
 	set []time.Time
 }
 
 func (c *deadlineConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
 	c.set = append(c.set, t)
+	c.mu.Unlock()
 	return nil
+}
+
+// deadlines returns the deadlines set so far.
+func (c *deadlineConn) deadlines() []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.set)
+}
+
+// cleared reports whether no deadline is set: none ever was, or the last
+// one cleared it.
+func (c *deadlineConn) cleared() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.set) == 0 || c.set[len(c.set)-1].IsZero()
 }
 
 // A Wait's context is watched through one registration for as long as
@@ -247,9 +266,7 @@ func TestWaitContextWatchedOncePerContext(t *testing.T) {
 	require.True(t, e.startAwait())
 	cancel2()
 	require.Eventually(t, func() bool {
-		e.pokeMu.Lock()
-		defer e.pokeMu.Unlock()
-		return e.cut
+		return e.await.Load() == awaitCut
 	}, 5*time.Second, time.Millisecond, "the context's end did not cut the wait")
 	require.True(t, e.endAwait())
 	require.Equal(t, []time.Time{pastDeadline, {}}, c.set, "cut, then cleared")
@@ -283,6 +300,47 @@ func TestWaitPokeBeforeAndDuringTheWait(t *testing.T) {
 	e.poked.Store(false)
 	require.True(t, e.startAwait())
 	require.False(t, e.endAwait(), "no poke, no cut")
+}
+
+// Pokes from another goroutine racing the holder's waits: when endAwait
+// returns, the last deadline set is never a poke's past one (which would
+// cut the next read, perhaps in the middle of an FPDU), and every past
+// deadline is followed by its clearing. A wait startAwait refuses can be
+// cut too (the poke came between the mark and the look): it is cleared
+// the same way, so there are at least as many pairs as reported cuts.
+func TestWaitPokeRacesTheWaitsEnd(t *testing.T) {
+	c := &deadlineConn{}
+	e := &engine{c: c}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				e.poke()
+			}
+		}
+	}()
+	cuts := 0
+	for i := 0; i < 50000 && cuts < 500; i++ {
+		e.poked.Store(false)
+		if e.startAwait() && e.endAwait() {
+			cuts++
+		}
+		require.True(t, c.cleared(), "wait %d ended with a poke's deadline still set", i)
+	}
+	close(stop)
+	<-done
+	require.Positive(t, cuts, "no poke ever cut a wait")
+	set := c.deadlines()
+	require.GreaterOrEqual(t, len(set), 2*cuts)
+	require.Zero(t, len(set)%2)
+	for i, d := range set {
+		require.Equal(t, i%2 == 1, d.IsZero(), "deadline %d: a cut, then its clearing", i)
+	}
 }
 
 // A Wait receiving for its queue pair while the peer stops in the middle

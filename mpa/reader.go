@@ -472,8 +472,7 @@ func (r *Reader) fill(n int, atStart bool) error {
 		}
 		if r.pool != nil && r.rp == r.wp {
 			// Nothing buffered: wait without a buffer, take one when data
-			// arrives.
-			r.releaseBuffer()
+			// arrives (readIdleNow reuses the emptied one first).
 			if err := r.awaitIdle(); err != nil {
 				if atStart && errors.Is(err, os.ErrDeadlineExceeded) {
 					return fmt.Errorf("mpa: waiting for an FPDU: %w", err)
@@ -524,14 +523,6 @@ func (r *Reader) torn() error {
 		return r.fail(protoErr(termcode.MPAConnectionLost, ErrConnectionLost, "stream ended inside an FPDU"))
 	}
 	return fmt.Errorf("mpa: reading FPDU: %w", r.ioErr)
-}
-
-// releaseBuffer gives the (empty) buffer back to the pool.
-func (r *Reader) releaseBuffer() {
-	if r.bufp != nil {
-		r.pool.Put(r.bufp)
-		r.buf, r.bufp, r.rp, r.wp = nil, nil, 0, 0
-	}
 }
 
 func (r *Reader) fail(err error) error {

@@ -104,10 +104,17 @@ func (r *Reader) awaitIdle() error {
 	return nil
 }
 
-// readIdleNow is RawConn.Read's callback for awaitIdle: a buffer is taken
-// only when a read finds data.
+// readIdleNow is RawConn.Read's callback for awaitIdle: a buffer is held
+// only while a read finds data. The first read uses the buffer the Reader
+// just emptied, if it still holds one, so that a stream busy enough to
+// have its next FPDU waiting takes nothing from the pool; a read that
+// finds nothing gives the buffer back before the wait.
 func (r *Reader) readIdleNow(fd uintptr) bool {
-	bp := r.pool.Get().(*[]byte)
+	bp := r.bufp
+	if bp == nil {
+		bp = r.pool.Get().(*[]byte)
+	}
+	r.buf, r.bufp, r.rp, r.wp = nil, nil, 0, 0
 	b := *bp
 	for {
 		n, err := unix.Read(int(fd), b)
