@@ -60,15 +60,20 @@
 //     socket does not take to the transmitter.
 //   - QP.mu: the queue pair's state, the send queue, the receive queue, the
 //     outbound and inbound Read queues, completions waiting for a handler.
-//   - CQ.mu: the completion ring and its reservations, and the queue
-//     pairs completing on the CQ.
-//   - The poke lock (a leaf, taken under any of the others): whether a
-//     poke's past deadline has cut the receive token holder's wait between
-//     FPDUs (a completion pushed by another goroutine, or the end of the
-//     Wait's context, cuts a CQ.Wait's socket wait, which has no deadline
-//     of its own). Whether the holder waits and whether a poke came are
-//     atomics beside it; the receive token owns the Wait's context
-//     registration.
+//   - CQ.mu: the completion ring and the queue pairs completing on the
+//     CQ. The count of slots held or promised to posted work (reserved at
+//     posting, given back by unsignaled completions) is an atomic beside
+//     it, so posting takes no CQ lock.
+//   - The poke lock (a leaf, taken under any of the others): held by a
+//     poke while it sets the past deadline that cuts the receive token
+//     holder's wait between FPDUs (a completion pushed by another
+//     goroutine, or the end of the Wait's context, cuts a CQ.Wait's socket
+//     wait, which has no deadline of its own); the holder takes it only
+//     after a cut, to clear the deadline after it. Whether the holder
+//     waits (or was cut) and whether a poke came are atomics beside it;
+//     the receive token owns the Wait's context registration.
+//   - The stand-by set's lock (a leaf; standby.go): the process's list of
+//     receivers standing by while Waits receive, and its one timer.
 //   - A region's protection state is lock-free (package stag); a Watched
 //     region's bytes are guarded by its own lock during placement.
 //

@@ -84,7 +84,7 @@ type engine struct {
 	await     atomic.Int32 // awaitNone, awaitOn or awaitCut (waitrx.go)
 	poked     atomic.Bool  // a completion was pushed since the holder last looked
 	waitBegan atomic.Bool  // a CQ.Wait began since the receiver last looked
-	standBy   *time.Timer  // the receiver goroutine's pause while waiters receive
+	standByAt int          // index in the stand-by set while the receiver stands by (its lock)
 	// Owned by the receive token: the context whose ending pokes a
 	// Wait (watchContext), and whether the socket takes deadlines (0:
 	// not known yet, 1 yes, -1 no).
@@ -93,6 +93,7 @@ type engine struct {
 	deadlines int8
 	resume    chan struct{} // capacity 1: a waiter handed the socket back
 	waitRx    atomic.Int64  // FPDUs CQ.Wait received (tests look)
+	wokenRx   atomic.Int64  // times a standing-by receiver was woken (tests look)
 
 	log   *slog.Logger          // nil: no tracing
 	onEnd func(net.Addr, error) // the listener that accepted it, told at the end

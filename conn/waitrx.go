@@ -13,34 +13,22 @@ import (
 // one goroutine wake-up per round trip, as over a plain TCP connection,
 // instead of the receiver's and then the waiter's. While waiters keep
 // receiving, the receiver goroutine stands by; once no Wait has begun for
-// standByInterval it takes the socket back.
+// a tick of the stand-by set (standby.go) it takes the socket back.
 //
 // A round trip touches no timer. The Wait's socket wait has no deadline:
 // what must end it early does so with a poke (a read deadline in the
 // past) — a completion another goroutine pushed, or the Wait's context
 // ending, through a context.AfterFunc registered once per context, not
-// per Wait. The receiver's stand-by pause doubles, up to maxStandByPause,
-// while it keeps finding Waits at work. Timer operations per round trip
+// per Wait; the stand-by set's one timer serves every connection of the
+// process, and wakes no receiver while Waits are at work. Timer operations per round trip
 // were measured: two read deadlines per Wait cost 2–3 % of the round trip,
 // and every timer moved later wakes an idle thread to watch it (the Go
 // runtime's wakeNetPoller), which cost more than the deadlines did.
 
-// standByInterval is the receiver goroutine's first stand-by pause: it
-// takes the socket back at the end of the first pause in which no Wait
-// began.
-const standByInterval = time.Millisecond
-
-// maxStandByPause bounds the receiver's pause while Waits keep coming:
-// after the application stops calling Wait, the receiver takes the socket
-// back within two such pauses (a peer's Read Requests wait that long at
-// most), and while it keeps calling Wait, the receiver wakes about this
-// often.
-const maxStandByPause = 8 * time.Millisecond
-
 // noteWait records that a CQ.Wait began for the connection. A plain load
 // first: a Wait per round trip finds the flag set all but once per
-// stand-by pause, and a load costs less than a store to a line the
-// receiver reads (or a clock reading, which it replaced).
+// stand-by tick, and a load costs less than a store to a line the ticks
+// read (or a clock reading, which it replaced).
 func (e *engine) noteWait() {
 	if !e.waitBegan.Load() {
 		e.waitBegan.Store(true)
@@ -48,59 +36,46 @@ func (e *engine) noteWait() {
 }
 
 // waitersReceive reports whether a CQ.Wait began for the connection since
-// the receiver goroutine last looked, and clears the mark.
+// the receiver goroutine or a stand-by tick last looked, and clears the
+// mark.
 func (e *engine) waitersReceive() bool {
 	return e.waitBegan.Load() && e.waitBegan.Swap(false)
 }
 
 // standByFor is the receiver goroutine's part while waiters receive: it
-// lets go of the receive token and takes it back at the end of a pause in
-// which no Wait began (the first lasts standByInterval), or when a waiter
-// hands the socket back. It never
-// blocks on the token while a waiter holds it: a goroutine blocked in Lock
-// would be woken by every waiter's Unlock only to find the next Wait's
-// TryLock ahead of it (a wake-up per round trip, and after a millisecond
-// the mutex's starvation mode hands the token to it and takes it from the
-// waiters). If Waits are still at work when the pause ends, it pauses
-// again, twice as long; only once the connection has ended does it wait
-// for the holder, which then lets go at once.
+// lets go of the receive token and joins the stand-by set (standby.go),
+// whose ticks wake it once no Wait has begun for a tick and none holds the
+// socket; a waiter that hands the socket back wakes it at once. Woken, it
+// takes the token only with TryLock and stands by on if a waiter has it:
+// a goroutine blocked in Lock would be woken by every waiter's Unlock only
+// to find the next Wait's TryLock ahead of it (a wake-up per round trip,
+// and after a millisecond the mutex's starvation mode hands the token to
+// it and takes it from the waiters). Only once the connection has ended
+// does it wait for the holder, which then lets go at once.
 func (e *engine) standByFor() {
-	if e.standBy == nil {
-		e.standBy = time.NewTimer(standByInterval)
-		e.standBy.Stop()
+	// A hand-back sent while this goroutine held the token is stale.
+	select {
+	case <-e.resume:
+	default:
 	}
 	e.rxUnlock()
 	// Wake a waiter that looked while this goroutine still held the token.
 	e.qp.scq.wake()
 	e.qp.rcq.wake()
-	pause := standByInterval
+	standBys.add(e)
+	defer standBys.remove(e)
 	for {
-		over, resumed := e.standByPause(pause)
-		if over {
+		select {
+		case <-e.resume:
+			e.wokenRx.Add(1)
+			if e.rxMu.TryLock() {
+				return
+			}
+		case <-e.qp.done:
 			e.rxMu.Lock()
 			return
 		}
-		if (resumed || !e.waitersReceive()) && e.rxMu.TryLock() {
-			return
-		}
-		pause = min(2*pause, maxStandByPause)
 	}
-}
-
-// standByPause is one pause of standByFor; it reports whether the queue
-// pair has left the connected states, or a waiter handed the socket back.
-func (e *engine) standByPause(d time.Duration) (over, resumed bool) {
-	e.standBy.Reset(d)
-	select {
-	case <-e.standBy.C:
-	case <-e.resume:
-		e.standBy.Stop()
-		return false, true
-	case <-e.qp.done:
-		e.standBy.Stop()
-		return true, false
-	}
-	return false, false
 }
 
 // watchContext makes sure the ending of ctx cuts the holder's socket wait
@@ -199,6 +174,9 @@ func (e *engine) receiveFor(ctx context.Context, cq *CQ, wcs []WorkCompletion) (
 	back := false
 	defer func() {
 		cq.waiting.Store(nil)
+		if standBys.parked.Load() {
+			standBys.restart() // the ticks stopped while this Wait held the socket
+		}
 		e.rxUnlock()
 		if back {
 			// After the unlock, so that the receiver goroutine finds the

@@ -102,14 +102,14 @@ func TestWaitContextWhileReceiving(t *testing.T) {
 	checkLeaks(t)
 	client, _ := connectPair(t, pairConfig{})
 	var wc [1]WorkCompletion
-	for _, d := range []time.Duration{200 * time.Microsecond, 5 * standByInterval} {
+	for _, d := range []time.Duration{200 * time.Microsecond, 5 * standByTick} {
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		_, err := client.cq.Wait(ctx, wc[:])
 		cancel()
 		require.ErrorIs(t, err, context.DeadlineExceeded, "deadline %v", d)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(3*standByInterval, cancel)
+	time.AfterFunc(3*standByTick, cancel)
 	_, err := client.cq.Wait(ctx, wc[:])
 	require.ErrorIs(t, err, context.Canceled)
 }
@@ -141,7 +141,7 @@ func TestWaitReceivingEndsWithTheConnection(t *testing.T) {
 	require.NoError(t, client.qp.PostRecv(RecvWR{ID: 7, SGL: []SGE{buf.SGE(0, 8)}}))
 	got := make(chan WorkCompletion, 1)
 	go func() { got <- client.wait(t) }()
-	time.Sleep(standByInterval / 2) // usually inside the Wait's receive loop
+	time.Sleep(standByTick / 2) // usually inside the Wait's receive loop
 	require.NoError(t, client.qp.Close())
 	wc := <-got
 	require.Equal(t, WCWRFlushErr, wc.Status)
@@ -366,7 +366,7 @@ func TestWaitPeerStallsInsideAnFPDU(t *testing.T) {
 
 	f := p.frame(uSend(rdmap.OpSend, true, 0, 0, 2, 0, make([]byte, 40)))
 	p.sendRaw(f[:20]) // the header and part of the payload, then nothing
-	for _, d := range []time.Duration{time.Millisecond, 3 * standByInterval, 20 * time.Millisecond} {
+	for _, d := range []time.Duration{time.Millisecond, 3 * standByTick, 20 * time.Millisecond} {
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		_, err := s.cq.Wait(ctx, wc[:])
 		cancel()

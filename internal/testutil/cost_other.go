@@ -2,7 +2,10 @@
 
 package testutil
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // Cost is the process's CPU time and context switches at a point of a
 // benchmark; this platform does not report them.
@@ -13,3 +16,6 @@ func StartCost() Cost { return Cost{} }
 
 // Report adds nothing on this platform.
 func (Cost) Report(*testing.B) {}
+
+// CPUSince reports nothing on this platform.
+func (Cost) CPUSince() (time.Duration, bool) { return 0, false }

@@ -5,6 +5,7 @@ package testutil
 import (
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Cost is the process's CPU time and context switches at a point of a
@@ -32,4 +33,10 @@ func (c Cost) Report(b *testing.B) {
 	n := float64(b.N)
 	b.ReportMetric(float64(now.cpu-c.cpu)/n, "cpu-ns/op")
 	b.ReportMetric(float64(now.switches-c.switches)/n, "ctxsw/op")
+}
+
+// CPUSince is the process's CPU time since c, and whether the platform
+// reports it.
+func (c Cost) CPUSince() (time.Duration, bool) {
+	return time.Duration(StartCost().cpu - c.cpu), true
 }
