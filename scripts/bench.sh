@@ -249,6 +249,7 @@ if [[ $SCALE != 0 ]]; then
 	load_before=$(loadavg)
 	echo "bench: scale (go test -bench Scale ./conn)" >&2
 	go test -run '^$' -bench 'Scale1000QPs|Scale10000QPs' -benchtime 1x ./conn >"$tmp/scale.txt"
+	go test -run '^$' -bench 'IdleWaitingQPs' -benchtime 200x ./conn >"$tmp/idlewait.txt"
 	scale_load="$load_before → $(loadavg)"
 	{
 		echo "| queue pairs | B per idle QP | heap B | stacks B | kernel TCP buffers B | goroutines per QP | setup, connections/s | Write + Read-back µs | B per QP after the Writes |"
@@ -348,6 +349,8 @@ section="$tmp/section.md"
 		echo "system-wide \"mem\", which other processes move too. Load: $scale_load."
 		echo
 		cat "$scale_table"
+		echo
+		awk '/^BenchmarkIdleWaitingQPs/ { for (i = 3; i < NF; i += 2) if ($(i + 1) == "cpu-µs/s/QP") printf "Idle queue pairs each with a goroutine blocked in `CQ.Wait` (400 of them, one CQ each; `go test -bench IdleWaitingQPs -benchtime 200x ./conn`): %s µs of CPU per queue pair per second.\n", $i }' "$tmp/idlewait.txt"
 	else
 		echo "Not run ($scale_load)."
 	fi
