@@ -173,8 +173,9 @@ func (cq *CQ) pollLocked(wcs []WorkCompletion) int {
 // for FPDUs of up to about 4 KiB (longer ones are placed by the receiver
 // straight from the socket); it sets no timer per call, and ctx's end cuts
 // its socket wait short. After the last Wait, the receiver goroutine takes
-// the socket back within about 16 ms, so that a program that stops
-// waiting still has Read Requests answered and Writes placed. Region hooks may run in the goroutine calling Wait.
+// the socket back within about 30 ms, so that a program that stops
+// waiting still has Read Requests answered and Writes placed. Region
+// hooks may run in the goroutine calling Wait.
 func (cq *CQ) Wait(ctx context.Context, wcs []WorkCompletion) (int, error) {
 	if len(wcs) == 0 {
 		return 0, errors.New("iwarp: CQ.Wait: empty completion slice")
