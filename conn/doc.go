@@ -47,8 +47,9 @@
 //     receiver is running a completion handler does, and so does a
 //     CQ.Wait on a CQ of one queue pair, which receives short FPDUs
 //     itself while the receiver stands by — see CQ.Wait). A receiver
-//     standing by takes the token back only with TryLock, between
-//     pauses, so that it is never woken by a waiter letting go of it.
+//     standing by takes the token back only with TryLock, when the
+//     stand-by set's tick or a waiter's hand-back wakes it, so that it is
+//     never woken by a waiter letting go of it.
 //   - The transmit token (a mutex): the FPDU writer, the message being
 //     segmented, the Send and Read Request MSNs. The transmitter goroutine
 //     holds it, and so may a posting goroutine (inline sends, which never
