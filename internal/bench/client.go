@@ -94,7 +94,17 @@ func dialSession(ctx context.Context, cfg *Config, phase Phase, final bool) (*cl
 	if phase == PhaseLatency {
 		localLen = max(cfg.Size, reportLen)
 	}
-	if c.local, err = pd.Register(make([]byte, localLen), conn.LocalWrite|conn.RemoteWrite); err != nil {
+	// The local buffer takes the server's Writes only in the Write
+	// ping-pong. Elsewhere it is registered without RemoteWrite, as a
+	// program registers a Write's or Send's source: with CRC, conn copies
+	// a source that peers may write before it computes the CRC (the CRC
+	// must cover the bytes sent), and that copy is not what a stream of
+	// Writes from a private buffer costs.
+	access := conn.LocalWrite
+	if phase == PhaseLatency && s.Op == 'w' {
+		access |= conn.RemoteWrite
+	}
+	if c.local, err = pd.Register(make([]byte, localLen), access); err != nil {
 		return fail(err)
 	}
 	fill(c.local.Bytes())
