@@ -190,7 +190,8 @@ func stripLink(lt uint32, b []byte) ([]byte, error) {
 	}
 	switch etherType {
 	case 0x0800, 0x86dd:
-		return b, nil
+		// A frame cut short at its link header carries no IP packet.
+		return ipOrNil(b), nil
 	}
 	return nil, nil
 }
@@ -217,6 +218,9 @@ type segment struct {
 }
 
 func decodeTCP(ip []byte, frame int) (segment, bool) {
+	if len(ip) == 0 {
+		return segment{}, false
+	}
 	first := layers.LayerTypeIPv4
 	if ip[0]>>4 == 6 {
 		first = layers.LayerTypeIPv6
