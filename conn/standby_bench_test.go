@@ -12,9 +12,8 @@ import (
 // of each waits in CQ.Wait (one CQ per queue pair, so that the Wait
 // receives and its receiver goroutine stands by): idleWaitPairs
 // connections, both ends waiting, after one message each way that came
-// while the first Wait was under way. An op is
-// 10 ms of that idleness; cpu-µs/s/QP is the process's CPU time per
-// second of it, per queue pair.
+// while the first Wait was under way. An op is 10 ms of that idleness;
+// cpu-µs/s/QP is the process's CPU time per second of it, per queue pair.
 func BenchmarkIdleWaitingQPs(b *testing.B) {
 	const idleWaitPairs = 200
 	ctx, cancel := context.WithCancel(context.Background())

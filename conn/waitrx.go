@@ -20,10 +20,11 @@ import (
 // past) — a completion another goroutine pushed, or the Wait's context
 // ending, through a context.AfterFunc registered once per context, not
 // per Wait; the stand-by set's one timer serves every connection of the
-// process, and wakes no receiver while Waits are at work. Timer operations per round trip
-// were measured: two read deadlines per Wait cost 2–3 % of the round trip,
-// and every timer moved later wakes an idle thread to watch it (the Go
-// runtime's wakeNetPoller), which cost more than the deadlines did.
+// process, and wakes no receiver while Waits are at work. Timer operations
+// per round trip were measured: two read deadlines per Wait cost 2–3 % of
+// the round trip, and every timer moved later wakes an idle thread to
+// watch it (the Go runtime's wakeNetPoller), which cost more than the
+// deadlines did.
 
 // noteWait records that a CQ.Wait began for the connection. A plain load
 // first: a Wait per round trip finds the flag set all but once per
@@ -166,7 +167,7 @@ var pastDeadline = time.Unix(1, 0)
 // long one, or the connection cannot be poked (its net.Conn has no
 // deadlines).
 func (e *engine) receiveFor(ctx context.Context, cq *CQ, wcs []WorkCompletion) (n int, err error, ok bool) {
-	e.noteWait() // the receiver stands by at its next pause
+	e.noteWait() // the receiver stands by when it next looks
 	if !e.rxMu.TryLock() {
 		return 0, nil, false
 	}
@@ -262,8 +263,5 @@ const waitRxMaxFPDU = 4096 + 64
 // caller has let go of the receive token.
 func (e *engine) handBack() {
 	e.waitBegan.Store(false)
-	select {
-	case e.resume <- struct{}{}:
-	default:
-	}
+	e.wakeReceiver()
 }
