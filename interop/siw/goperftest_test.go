@@ -84,6 +84,13 @@ func parseRows(out string) []ptRow {
 // calibrationFailed reports whether perftest's CPU-clock calibration
 // spoiled the run: it printed its r^2 complaint and then failed, printed
 // no row, or printed inf/nan.
+// siwReadCRCTerminate reports whether perftest's Read client in the guest
+// failed the way docs/interop.md's open item 7 describes: CRC on, iwarp-go
+// responding, and a Read completing with status 21 after siw's Terminate.
+func (s *ptSide) siwReadCRCTerminate(c ptCase) bool {
+	return c.crc && c.goServer && c.test == "read_bw" && s.code != 0 && strings.Contains(s.stderr, "Failed status 21")
+}
+
 func (s *ptSide) calibrationFailed() bool {
 	if !strings.Contains(s.stderr, "r^2") {
 		return false
@@ -180,13 +187,23 @@ func runPerftest(t *testing.T, ctx context.Context, c ptCase) (checks string, ok
 	t.Helper()
 	var g, s *ptSide
 	var pcap string
+	siwCRC := 0 // attempts siw ended with its CRC Terminate on Read Responses
 	for attempt := 0; ; attempt++ {
 		g, s, pcap = runPerftestOnce(t, ctx, c, attempt)
+		if s.siwReadCRCTerminate(c) && siwCRC < perftestRetries {
+			// docs/interop.md, open item 7: captures on both sides hold
+			// only good CRCs, and the fault is not found yet. The run is
+			// repeated, and the matrix says so: a retried pass is never
+			// shown as a plain one.
+			siwCRC++
+			t.Logf("attempt %d: siw ended the Reads with status 21 (its open CRC Terminate on iwarp-go's Read Responses):\n%s", attempt+1, s.stderr)
+			continue
+		}
 		if !s.calibrationFailed() {
 			break
 		}
 		t.Logf("attempt %d: perftest's CPU-clock calibration failed (r^2 < 0.9), an environment failure:\n%s", attempt+1, s.stderr)
-		if attempt == perftestRetries {
+		if attempt >= perftestRetries {
 			return fmt.Sprintf("%s; perftest's clock calibration failed in %d attempts", c.opts(), attempt+1), false
 		}
 	}
@@ -223,7 +240,11 @@ func runPerftest(t *testing.T, ctx context.Context, c ptCase) (checks string, ok
 	if pcap != "" {
 		requirePerftestDecodes(t, pcap, c.crc)
 	}
-	return fmt.Sprintf("%s; both exit 0; %s", c.opts(), ptNumbers(c, g, s)), true
+	checks = fmt.Sprintf("%s; both exit 0; %s", c.opts(), ptNumbers(c, g, s))
+	if siwCRC > 0 {
+		checks += fmt.Sprintf("; passed after %d run(s) siw ended with its CRC Terminate (open item 7)", siwCRC)
+	}
+	return checks, true
 }
 
 // ptNumbers are the figures both sides printed, for the matrix: message
