@@ -192,6 +192,13 @@ func (srv *Server) accept(ctx context.Context, req *conn.ConnRequest) (c *Server
 	defer func() {
 		if err != nil {
 			c.teardown()
+			srv.mu.Lock()
+			delete(srv.conns, c)
+			srv.mu.Unlock()
+			c.errMu.Lock()
+			c.err = err
+			c.errMu.Unlock()
+			close(c.ended) // Done of a listed connection ends either way
 		}
 	}()
 	c.msgs, err = c.pd.Register(make([]byte, srv.nrecv*rpma.MessageSizeMax+nsend*sendSlot), conn.LocalWrite)
@@ -215,12 +222,16 @@ func (srv *Server) accept(ctx context.Context, req *conn.ConnRequest) (c *Server
 		return nil, err
 	}
 	aopts := append(append([]conn.Option(nil), srv.cfg.Options...), conn.WithPrivateData(cd.Append(nil)))
-	if err = req.Accept(ctx, c.qp, aopts...); err != nil {
-		return nil, err
-	}
+	// The connection is listed before Accept: the queue pair serves the
+	// initiator as soon as it is in RTS, which is before Accept returns,
+	// and a connection that has served a flush must be in Conns.
+	// Shutdown waits for setups before it reads the list.
 	srv.mu.Lock()
 	srv.conns[c] = struct{}{}
 	srv.mu.Unlock()
+	if err = req.Accept(ctx, c.qp, aopts...); err != nil {
+		return nil, err
+	}
 	if srv.cfg.Accepted != nil {
 		srv.cfg.Accepted(c)
 	}
