@@ -214,6 +214,11 @@ type FPDU struct {
 	CRC         CRCStatus `json:"crc"`
 	CRCField    Bytes     `json:"crc_field,omitempty"`
 	CRCComputed Bytes     `json:"crc_computed,omitempty"`
+	// TrailerSplit is, when the pad and CRC field arrived in two frames,
+	// how many of its octets the first carried (siw misreads such a field:
+	// SiwTrailer); 0 when it arrived whole, the frames are unknown or the
+	// stream has markers.
+	TrailerSplit int `json:"trailer_split,omitempty"`
 	// Truncated reports an FPDU the capture ends inside of; the fields
 	// below are those its captured octets hold.
 	Truncated bool `json:"truncated,omitempty"`

@@ -215,6 +215,7 @@ func (s *Stream) fpdus(d Dir, dd *dirData, base int, crc, markers bool) {
 	m := markerMap(markers)
 	total := m.logicalLen(len(data))
 	chk := newChecker()
+	var siw SiwTrailer // a siw receiver's trailer buffer, FPDU after FPDU
 	for pos := 0; ; { // pos: logical offset of the next FPDU
 		n, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -266,6 +267,9 @@ func (s *Stream) fpdus(d Dir, dd *dirData, base int, crc, markers bool) {
 		default:
 			s.note(d, f.LastFrame(), start, "framing lost: %v", err)
 			return
+		}
+		if !markers { // siw has no markers, and a marker may split the field itself
+			s.siwTrailer(d, dd, f, &siw, start, end, crc)
 		}
 		if msg := chk.check(h, hok, n); msg != "" {
 			s.note(d, f.LastFrame(), start, "%s", msg)
@@ -400,6 +404,31 @@ func (c *checker) check(h rdmap.Header, ok bool, n int) string {
 		return "receive check fails: " + describe(err)
 	}
 	return ""
+}
+
+// siwTrailer records whether the pad and CRC field of f, stream octets
+// up to end, arrived in two frames, and notes on a CRC stream what siw
+// then logs (SiwTrailer). siw carries the trailer buffer from one FPDU
+// to the next.
+func (s *Stream) siwTrailer(d Dir, dd *dirData, f *FPDU, siw *SiwTrailer, start, end int, crc bool) {
+	t := end - 4 - f.Pad
+	if dd.frameAt != nil {
+		for o, first := t+1, dd.frameAt(t); o < end; o++ {
+			if dd.frameAt(o) != first {
+				f.TrailerSplit = o - t
+				break
+			}
+		}
+	}
+	siw.Read(dd.data[t:end], f.TrailerSplit)
+	if f.TrailerSplit == 0 || !crc {
+		return
+	}
+	if in, own := siwCRCLog(siw, dd.data[start:t], f.Pad); in != own {
+		s.note(d, f.LastFrame(), start, "the pad and CRC field spans frames %d and %d (%d|%d octets): siw (Linux 6.1 and later) "+
+			"receiving them in two socket buffers misreads the field and ends the connection with \"siw: crc error. in: %08x, own %08x\"",
+			dd.frameAt(t), dd.frameAt(end-1), f.TrailerSplit, end-t-f.TrailerSplit, in, own)
+	}
 }
 
 // frames lists the frames that carried stream octets [start, end).
