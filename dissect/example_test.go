@@ -65,3 +65,15 @@ func ExampleMPAFrame() {
 	// Output:
 	// Request C|E 16 true Write
 }
+
+// What siw compares when an FPDU's CRC field (no pad) reaches it three
+// octets in one socket buffer and the fourth in the next: the fourth
+// overwrites the first, and the last octet is the previous FPDU's.
+func ExampleSiwTrailer() {
+	var t dissect.SiwTrailer
+	t.Read([]byte{0x11, 0x22, 0x33, 0x44}, 0) // the previous FPDU's field, whole
+	t.Read([]byte{0x88, 0xd7, 0x1f, 0xf2}, 3)
+	fmt.Printf("% x\n", t.CRC())
+	// Output:
+	// f2 d7 1f 44
+}
