@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/iwarp-go/iwarp-go/interop/siw/lab"
 )
 
 // perftest (Debian 12's 4.5+0.17, version 6.06) over siw in the guest
@@ -84,11 +86,22 @@ func parseRows(out string) []ptRow {
 // calibrationFailed reports whether perftest's CPU-clock calibration
 // spoiled the run: it printed its r^2 complaint and then failed, printed
 // no row, or printed inf/nan.
-// siwReadCRCTerminate reports whether perftest's Read client in the guest
-// failed the way docs/interop.md's open item 7 describes: CRC on, iwarp-go
-// responding, and a Read completing with status 21 after siw's Terminate.
-func (s *ptSide) siwReadCRCTerminate(c ptCase) bool {
-	return c.crc && c.goServer && c.test == "read_bw" && s.code != 0 && strings.Contains(s.stderr, "Failed status 21")
+// siwSplitCRC reports whether a failed CRC run ended because siw misread
+// a right CRC field that reached it in two socket buffers (docs/interop.md,
+// item 7; dissect.SiwTrailer): the guest's kernel log since the run began
+// holds siw's CRC error, and its two numbers are the field's octets moved
+// the way siw moves them. It returns how many octets the first buffer held.
+func siwSplitCRC(t *testing.T, ctx context.Context, c ptCase, goSide, siwSide *ptSide, name string) (first int, ok bool) {
+	t.Helper()
+	if !c.crc || (goSide.code == 0 && siwSide.code == 0) {
+		return 0, false
+	}
+	res := run(t, ctx, 30*time.Second, "dmesg-"+name, "dmesg")
+	errs := lab.ParseSiwCRCErrors(res.Stdout)
+	if len(errs) == 0 {
+		return 0, false
+	}
+	return errs[len(errs)-1].SplitField()
 }
 
 func (s *ptSide) calibrationFailed() bool {
@@ -120,6 +133,12 @@ func runPerftestOnce(t *testing.T, ctx context.Context, c ptCase, attempt int) (
 		}
 	}
 	prog := "ib_" + c.test
+	// siw's kernel log of this run alone tells why a CRC run failed
+	// (siwSplitCRC).
+	clearLog := ""
+	if c.crc {
+		clearLog = "dmesg -c >/dev/null; "
+	}
 	name := fmt.Sprintf("%s-%d", c.test, attempt)
 	timeout := 3 * time.Minute
 	var stop func() string
@@ -134,7 +153,7 @@ func runPerftestOnce(t *testing.T, ctx context.Context, c ptCase, attempt int) (
 		if c.capture != "" {
 			stop = captureEth0(t, ctx, c.capture, port)
 		}
-		res := run(t, ctx, timeout, "pt-c-"+name, primeNeighbour+fmt.Sprintf("exec %s -R %s -p %d %s", prog, c.opts(), port, hostIP))
+		res := run(t, ctx, timeout, "pt-c-"+name, primeNeighbour+clearLog+fmt.Sprintf("exec %s -R %s -p %d %s", prog, c.opts(), port, hostIP))
 		siwSide = &ptSide{code: res.Code, stdout: res.Stdout, stderr: res.Stderr}
 		g := hp.waitOrKill(t, time.Minute)
 		goSide = &ptSide{code: g.Code, stdout: g.Stdout, stderr: g.Stderr}
@@ -142,7 +161,7 @@ func runPerftestOnce(t *testing.T, ctx context.Context, c ptCase, attempt int) (
 		if c.capture != "" {
 			stop = captureEth0(t, ctx, c.capture, perftestPort)
 		}
-		srv := server(t, ctx, "pt-s-"+name, fmt.Sprintf("exec %s -R %s -p %d", prog, c.opts(), perftestPort), perftestPort)
+		srv := server(t, ctx, "pt-s-"+name, clearLog+fmt.Sprintf("exec %s -R %s -p %d", prog, c.opts(), perftestPort), perftestPort)
 		host, port := guestPortAddr(t, perftestPort)
 		g := runHost(t, ctx, timeout, "pt-c-"+name, append([]string{"perftest", c.test, host, "-p", port, "--crc", crc},
 			strings.Fields(c.opts())...)...)
@@ -175,6 +194,12 @@ func (p *hostProc) waitOrKill(t *testing.T, timeout time.Duration) *hostResult {
 	return p.result()
 }
 
+// siwMisreadRetries is how often a run that siw ended on a CRC field it
+// misread is repeated. Each repeat is proven from siw's log to be siw's
+// (siwSplitCRC), so it hides no fault of iwarp-go; at about one run in
+// four for 64 KiB Reads, five failures in a row would be rare.
+const siwMisreadRetries = 4
+
 // perftestRetries is how often a run whose perftest failed its CPU-clock
 // calibration is repeated (QEMU's TCG on a busy host spoils it).
 const perftestRetries = 2
@@ -187,16 +212,16 @@ func runPerftest(t *testing.T, ctx context.Context, c ptCase) (checks string, ok
 	t.Helper()
 	var g, s *ptSide
 	var pcap string
-	siwCRC := 0 // attempts siw ended with its CRC Terminate on Read Responses
+	siwCRC := 0 // attempts siw ended on a CRC field it misread
 	for attempt := 0; ; attempt++ {
 		g, s, pcap = runPerftestOnce(t, ctx, c, attempt)
-		if s.siwReadCRCTerminate(c) && siwCRC < perftestRetries {
-			// docs/interop.md, open item 7: captures on both sides hold
-			// only good CRCs, and the fault is not found yet. The run is
-			// repeated, and the matrix says so: a retried pass is never
-			// shown as a plain one.
+		if first, ok := siwSplitCRC(t, ctx, c, g, s, fmt.Sprintf("%s-%d", c.test, attempt)); ok && siwCRC < siwMisreadRetries {
+			// A siw bug (docs/interop.md, item 7), proven by its own log:
+			// the run is repeated, and the matrix says so. A retried pass
+			// is never shown as a plain one.
 			siwCRC++
-			t.Logf("attempt %d: siw ended the Reads with status 21 (its open CRC Terminate on iwarp-go's Read Responses):\n%s", attempt+1, s.stderr)
+			t.Logf("attempt %d: siw misread a CRC field that reached it split %d|%d across socket buffers, and ended the run:\n%s",
+				attempt+1, first, 4-first, s.stderr)
 			continue
 		}
 		if !s.calibrationFailed() {
@@ -242,7 +267,7 @@ func runPerftest(t *testing.T, ctx context.Context, c ptCase) (checks string, ok
 	}
 	checks = fmt.Sprintf("%s; both exit 0; %s", c.opts(), ptNumbers(c, g, s))
 	if siwCRC > 0 {
-		checks += fmt.Sprintf("; passed after %d run(s) siw ended with its CRC Terminate (open item 7)", siwCRC)
+		checks += fmt.Sprintf("; passed after %d run(s) siw ended on a CRC field it misread, split across socket buffers (item 7)", siwCRC)
 	}
 	return checks, true
 }
