@@ -200,6 +200,16 @@ func (p *hostProc) waitOrKill(t *testing.T, timeout time.Duration) *hostResult {
 // four for 64 KiB Reads, five failures in a row would be rare.
 const siwMisreadRetries = 4
 
+// siwServerUnanswered reports whether a run failed the way docs/interop.md
+// item 8 (open) describes: siw's perftest server took the Go client's
+// test connection and never answered its MPA Request. The Go client gave
+// up on the test connection reading the MPA Reply, and the server, which
+// never got as far as printing, had to be stopped.
+func siwServerUnanswered(c ptCase, goSide, siwSide *ptSide) bool {
+	return !c.goServer && goSide.code != 0 && siwSide.code != 0 && siwSide.stdout == "" && siwSide.stderr == "" &&
+		strings.Contains(goSide.stderr, "test connection to") && strings.Contains(goSide.stderr, "mpa: reading frame")
+}
+
 // perftestRetries is how often a run whose perftest failed its CPU-clock
 // calibration is repeated (QEMU's TCG on a busy host spoils it).
 const perftestRetries = 2
@@ -212,7 +222,9 @@ func runPerftest(t *testing.T, ctx context.Context, c ptCase) (checks string, ok
 	t.Helper()
 	var g, s *ptSide
 	var pcap string
-	siwCRC := 0 // attempts siw ended on a CRC field it misread
+	siwCRC := 0     // attempts siw ended on a CRC field it misread
+	unanswered := 0 // attempts whose test connection siw's server never answered
+	calibration := 0
 	for attempt := 0; ; attempt++ {
 		g, s, pcap = runPerftestOnce(t, ctx, c, attempt)
 		if first, ok := siwSplitCRC(t, ctx, c, g, s, fmt.Sprintf("%s-%d", c.test, attempt)); ok && siwCRC < siwMisreadRetries {
@@ -224,12 +236,19 @@ func runPerftest(t *testing.T, ctx context.Context, c ptCase) (checks string, ok
 				attempt+1, first, 4-first, s.stderr)
 			continue
 		}
+		if siwServerUnanswered(c, g, s) && unanswered < perftestRetries {
+			// docs/interop.md, item 8 (open): repeated, and the matrix
+			// says so.
+			unanswered++
+			t.Logf("attempt %d: siw's perftest server never answered the test connection's MPA Request:\n%s", attempt+1, g.stderr)
+			continue
+		}
 		if !s.calibrationFailed() {
 			break
 		}
 		t.Logf("attempt %d: perftest's CPU-clock calibration failed (r^2 < 0.9), an environment failure:\n%s", attempt+1, s.stderr)
-		if attempt >= perftestRetries {
-			return fmt.Sprintf("%s; perftest's clock calibration failed in %d attempts", c.opts(), attempt+1), false
+		if calibration++; calibration > perftestRetries {
+			return fmt.Sprintf("%s; perftest's clock calibration failed in %d attempts", c.opts(), calibration), false
 		}
 	}
 	require.Equal(t, 0, s.code, "perftest\n%s\niwarp-peer\n%s", s, g)
@@ -266,6 +285,9 @@ func runPerftest(t *testing.T, ctx context.Context, c ptCase) (checks string, ok
 		requirePerftestDecodes(t, pcap, c.crc)
 	}
 	checks = fmt.Sprintf("%s; both exit 0; %s", c.opts(), ptNumbers(c, g, s))
+	if unanswered > 0 {
+		checks += fmt.Sprintf("; passed after %d run(s) whose test connection siw's server never answered (item 8)", unanswered)
+	}
 	if siwCRC > 0 {
 		checks += fmt.Sprintf("; passed after %d run(s) siw ended on a CRC field it misread, split across socket buffers (item 7)", siwCRC)
 	}
