@@ -215,7 +215,8 @@ func (s *Stream) fpdus(d Dir, dd *dirData, base int, crc, markers bool) {
 	m := markerMap(markers)
 	total := m.logicalLen(len(data))
 	chk := newChecker()
-	var siw SiwTrailer // a siw receiver's trailer buffer, FPDU after FPDU
+	// A siw receiver's trailer buffer, carried from FPDU to FPDU.
+	var siw SiwTrailer
 	for pos := 0; ; { // pos: logical offset of the next FPDU
 		n, err := r.Next()
 		if errors.Is(err, io.EOF) {
