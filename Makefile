@@ -25,7 +25,7 @@ STATICCHECK ?= $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)/stat
 demo:
 	$(GO) run ./cmd/iwarp-peer demo
 
-# The README's test command: vet (every supported system), staticcheck,
+# The README's test command: gofmt and vet (every supported system), staticcheck,
 # every package's tests (seed corpora included) under the race detector,
 # then a short fuzz pass over every fuzz target.
 test: vet staticcheck unit fuzz-short
@@ -33,6 +33,8 @@ test: vet staticcheck unit fuzz-short
 # go vet type-checks test files too, so this also proves every _test.go
 # compiles on each system.
 vet:
+	@unformatted=$$("$$($(GO) env GOROOT)/bin/gofmt" -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+		if [ -n "$$unformatted" ]; then echo "gofmt would change:" $$unformatted >&2; exit 1; fi
 	$(GO) vet ./...
 	@failed=; for p in $(PLATFORMS); do \
 		echo "go vet ($$p) $(PORTABLE_PKGS)"; \
