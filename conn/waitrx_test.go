@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"net"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -324,8 +325,14 @@ func TestWaitPokeRacesTheWaitsEnd(t *testing.T) {
 			}
 		}
 	}()
+	// The poker needs a CPU: on a loaded machine under -race it may not
+	// run at all during the first 50,000 waits, so the loop goes on (with
+	// yields) until pokes have cut some, within a generous bound.
 	cuts := 0
-	for i := 0; i < 50000 && cuts < 500; i++ {
+	for i, begin := 0, time.Now(); cuts < 500 && (i < 50000 || cuts == 0) && time.Since(begin) < time.Minute; i++ {
+		if i%1000 == 999 {
+			runtime.Gosched()
+		}
 		e.poked.Store(false)
 		if e.startAwait() && e.endAwait() {
 			cuts++
