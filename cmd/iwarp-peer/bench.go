@@ -229,7 +229,7 @@ func printBenchTable(w io.Writer, r *bench.Result) {
 	}
 	row("iwarp-go", r.Messages, r.Gbps, r.MsgRate, p50, p99)
 	spread(r.GbpsMin, r.GbpsMax, r.LatP50usMin, r.LatP50usMax)
-	defer printCPU(w, r)
+	defer printLatencyNotes(w, r)
 	if r.TCPGbps == nil {
 		return
 	}
@@ -244,6 +244,20 @@ func printBenchTable(w io.Writer, r *bench.Result) {
 	if r.TCPCRCRatio != nil {
 		fmt.Fprintf(w, "  iwarp-go / raw TCP with CRC32c: bandwidth %s\n", ratio(r.TCPCRCRatio, r.TCPCRCRatioMin, r.TCPCRCRatioMax))
 	}
+}
+
+// printLatencyNotes prints the share of slow round trips of the latency
+// phase and its CPU time per round trip.
+func printLatencyNotes(w io.Writer, r *bench.Result) {
+	if r.LatIters == 0 {
+		return
+	}
+	line := fmt.Sprintf("  round trips over twice the median: iwarp-go %.2f %%", r.LatSlowPct)
+	if r.TCPLatSlowPct != nil {
+		line += fmt.Sprintf(", raw TCP %.2f %%", *r.TCPLatSlowPct)
+	}
+	fmt.Fprintln(w, line)
+	printCPU(w, r)
 }
 
 // printCPU prints the CPU time per round trip of the latency phase, each

@@ -102,6 +102,21 @@ func checkRates(t *testing.T, m map[string]any, prefix string, size int) {
 	require.GreaterOrEqual(t, p99, p50)
 }
 
+// checkSlowShare checks a single run's share of round trips over twice
+// the median against its percentiles, taken from the same n samples: the
+// 99th percentile (nearest rank) is over twice the median exactly when
+// the samples from its rank up are.
+func checkSlowShare(t *testing.T, m map[string]any, prefix string, n int) {
+	t.Helper()
+	p50, p99, slow := num(t, m, prefix+"lat_p50_us"), num(t, m, prefix+"lat_p99_us"), num(t, m, prefix+"lat_slow_pct")
+	rank := int(math.Ceil(0.99 * float64(n)))
+	if p99 > 2*p50 {
+		require.GreaterOrEqual(t, slow, 100*float64(n-rank+1)/float64(n)-1e-9, "p50 %v, p99 %v", p50, p99)
+	} else {
+		require.LessOrEqual(t, slow, 100*float64(n-rank)/float64(n)+1e-9, "p50 %v, p99 %v", p50, p99)
+	}
+}
+
 // A short loopback run of each operation beside raw TCP, checked through
 // its JSON.
 func TestBench_LoopbackJSON(t *testing.T) {
@@ -118,6 +133,8 @@ func TestBench_LoopbackJSON(t *testing.T) {
 			require.Contains(t, m["setup"], "MPA rev 2 enhanced, CRC off")
 			checkRates(t, m, "", 4096)
 			checkRates(t, m, "tcp_", 4096)
+			checkSlowShare(t, m, "", 50)
+			checkSlowShare(t, m, "tcp_", 50)
 			require.Equal(t, 300.0, num(t, m, "tcp_messages"))
 			require.InEpsilon(t, num(t, m, "gbps")/num(t, m, "tcp_gbps"), num(t, m, "ratio"), 1e-9)
 			require.InEpsilon(t, num(t, m, "lat_p50_us")/num(t, m, "tcp_lat_p50_us"), num(t, m, "lat_ratio"), 1e-9)
@@ -370,8 +387,8 @@ func TestBench_OnceCountsOnlyACompletedRun(t *testing.T) {
 
 func TestCombineRuns(t *testing.T) {
 	mk := func(g, lat, tg, tlat float64) Result {
-		r := Result{Op: "write", Gbps: g, Messages: int64(g * 10), LatP50us: lat, LatP99us: 2 * lat, Repeat: 1}
-		r.TCPGbps, r.TCPLatP50us, r.TCPLatP99us = ptr(tg), ptr(tlat), ptr(2*tlat)
+		r := Result{Op: "write", Gbps: g, Messages: int64(g * 10), LatP50us: lat, LatP99us: 2 * lat, LatSlowPct: lat / 10, Repeat: 1}
+		r.TCPGbps, r.TCPLatP50us, r.TCPLatP99us, r.TCPLatSlowPct = ptr(tg), ptr(tlat), ptr(2*tlat), ptr(tlat/10)
 		r.Ratio, r.LatRatio = ptr(g/tg), ptr(lat/tlat)
 		r.TCPCRCGbps, r.TCPCRCRatio, r.LatP99Ratio, r.LatCPUus = ptr(tg/2), ptr(2*g/tg), ptr(lat/tlat), ptr(lat/2)
 		return r
@@ -383,6 +400,8 @@ func TestCombineRuns(t *testing.T) {
 	require.Equal(t, int64(20), c.Messages, "from that same run")
 	require.Equal(t, 20.0, c.LatP50us)
 	require.Equal(t, 40.0, c.LatP99us)
+	require.Equal(t, 2.0, c.LatSlowPct, "median of 1, 3, 2")
+	require.Equal(t, 0.8, *c.TCPLatSlowPct, "median of 0.5, 1, 0.8")
 	require.Equal(t, 4.0, *c.TCPGbps)
 	require.Equal(t, 8.0, *c.TCPLatP50us)
 	require.Equal(t, 0.5, *c.Ratio, "median of 0.75, 0.5, 0.4")

@@ -22,7 +22,10 @@ type Result struct {
 	LatIters int     `json:"lat_iters"`
 	LatP50us float64 `json:"lat_p50_us"`
 	LatP99us float64 `json:"lat_p99_us"`
-	Setup    string  `json:"setup"`
+	// LatSlowPct is the percentage of round trips over twice the median
+	// (units.SlowShare), TCPLatSlowPct the raw TCP ping-pong's.
+	LatSlowPct float64 `json:"lat_slow_pct"`
+	Setup      string  `json:"setup"`
 	// QPs is the number of queue pairs (and of raw TCP connections) the
 	// bandwidth phase streamed over at once; the figures above are their
 	// sum over the phase's time.
@@ -42,13 +45,14 @@ type Result struct {
 	LatCPUScope    string   `json:"lat_cpu_scope,omitempty"`
 	ServerLatCPUus *float64 `json:"server_lat_cpu_us_per_rt,omitempty"`
 
-	TCPMessages *int64   `json:"tcp_messages,omitempty"`
-	TCPBytes    *int64   `json:"tcp_bytes,omitempty"`
-	TCPSeconds  *float64 `json:"tcp_seconds,omitempty"`
-	TCPGbps     *float64 `json:"tcp_gbps,omitempty"`
-	TCPMsgRate  *float64 `json:"tcp_msg_rate,omitempty"`
-	TCPLatP50us *float64 `json:"tcp_lat_p50_us,omitempty"`
-	TCPLatP99us *float64 `json:"tcp_lat_p99_us,omitempty"`
+	TCPMessages   *int64   `json:"tcp_messages,omitempty"`
+	TCPBytes      *int64   `json:"tcp_bytes,omitempty"`
+	TCPSeconds    *float64 `json:"tcp_seconds,omitempty"`
+	TCPGbps       *float64 `json:"tcp_gbps,omitempty"`
+	TCPMsgRate    *float64 `json:"tcp_msg_rate,omitempty"`
+	TCPLatP50us   *float64 `json:"tcp_lat_p50_us,omitempty"`
+	TCPLatP99us   *float64 `json:"tcp_lat_p99_us,omitempty"`
+	TCPLatSlowPct *float64 `json:"tcp_lat_slow_pct,omitempty"`
 	// TCPLatCPUus is the CPU time per round trip of the raw TCP ping-pong
 	// (both ends: they run in this process).
 	TCPLatCPUus *float64 `json:"tcp_lat_cpu_us_per_rt,omitempty"`
@@ -119,6 +123,7 @@ func CombineRuns(runs []Result) Result {
 	res := medianBy(runs, func(r *Result) float64 { return r.Gbps })
 	res.Repeat = len(runs)
 	res.LatP50us, res.LatP99us = medianOf(runs, func(r *Result) *float64 { return &r.LatP50us }), medianOf(runs, func(r *Result) *float64 { return &r.LatP99us })
+	res.LatSlowPct = medianOf(runs, func(r *Result) *float64 { return &r.LatSlowPct })
 	res.GbpsMin, res.GbpsMax = spread(runs, func(r *Result) *float64 { return &r.Gbps })
 	res.LatP50usMin, res.LatP50usMax = spread(runs, func(r *Result) *float64 { return &r.LatP50us })
 	if runs[0].TCPGbps != nil {
@@ -131,6 +136,7 @@ func CombineRuns(runs []Result) Result {
 	if runs[0].TCPLatP50us != nil {
 		res.TCPLatP50us = ptr(medianOf(runs, func(r *Result) *float64 { return r.TCPLatP50us }))
 		res.TCPLatP99us = ptr(medianOf(runs, func(r *Result) *float64 { return r.TCPLatP99us }))
+		res.TCPLatSlowPct, _, _ = medianSpread(runs, func(r *Result) *float64 { return r.TCPLatSlowPct })
 		res.TCPLatP50usMin, res.TCPLatP50usMax = spread(runs, func(r *Result) *float64 { return r.TCPLatP50us })
 	}
 	if runs[0].LatRatio != nil {

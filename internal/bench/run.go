@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/internal/units"
 )
 
 // Run measures cfg.Repeat times, each run a bandwidth phase and a latency
@@ -62,6 +63,7 @@ func runOnce(ctx context.Context, cfg *Config) (Result, error) {
 	}
 	res := Result{Op: cfg.Op, Size: cfg.Size, CRC: cfg.CRC, Window: cfg.Window, LatIters: len(rd.lat), Setup: rd.setup, Repeat: 1, QPs: cfg.qps()}
 	res.Messages, res.Bytes, res.Seconds, res.Gbps, res.MsgRate, res.LatP50us, res.LatP99us = fillPhase(rd.bw, rd.lat)
+	res.LatSlowPct = units.SlowShare(rd.lat) // fillPhase sorted the samples
 	res.FPDUsReceived, res.CRCCheckedFPDUs, res.CRCErrors = rd.crc.fpdus, rd.crc.checked, rd.crc.errors
 	if cfg.CRC {
 		res.Setup += "; " + rd.crc.describe()
@@ -86,6 +88,7 @@ func runOnce(ctx context.Context, cfg *Config) (Result, error) {
 	res.TCPGbps, res.TCPMsgRate = &t.Gbps, &t.MsgRate
 	if len(tr.lat) > 0 {
 		res.TCPLatP50us, res.TCPLatP99us = &t.LatP50us, &t.LatP99us
+		res.TCPLatSlowPct = ptr(units.SlowShare(tr.lat))
 		res.TCPLatCPUus = tr.latCPU
 	}
 	if t.Gbps > 0 {

@@ -93,6 +93,22 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(max(rank, 1), len(sorted))-1]
 }
 
+// SlowShare returns the percentage of sorted samples longer than twice
+// their median. Where a few round trips in a hundred are slowed by the
+// host (a preempted thread, a woken CPU), the 99th percentile of a run
+// lands among them or below them by small differences of that share, and
+// jumps between runs; the share itself says which side of that line a
+// run was on, and whether the slow round trips are a stack's or the
+// machine's.
+func SlowShare(sorted []time.Duration) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	limit := 2 * Percentile(sorted, 50)
+	i, _ := slices.BinarySearch(sorted, limit+1)
+	return 100 * float64(len(sorted)-i) / float64(len(sorted))
+}
+
 // Latency sorts samples in place and returns their median and 99th
 // percentile.
 func Latency(samples []time.Duration) (p50, p99 time.Duration) {

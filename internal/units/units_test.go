@@ -46,6 +46,15 @@ func TestPercentile(t *testing.T) {
 	require.Equal(t, time.Duration(20), p50)
 }
 
+func TestSlowShare(t *testing.T) {
+	// Median 10: 20 is not over twice it, 21 and 40 are.
+	s := []time.Duration{9, 10, 10, 10, 10, 10, 11, 20, 21, 40}
+	require.InDelta(t, 20.0, SlowShare(s), 1e-9)
+	require.Equal(t, 0.0, SlowShare([]time.Duration{5, 5, 5}))
+	require.Equal(t, 0.0, SlowShare(nil))
+	require.InDelta(t, 100.0/3, SlowShare([]time.Duration{1, 2, 5}), 1e-9, "median 2, one over 4")
+}
+
 func TestUnits(t *testing.T) {
 	for n, want := range map[int64]string{0: "0 B", 64: "64 B", 1023: "1023 B", 1024: "1 KiB", 1536: "1.5 KiB", 1 << 20: "1 MiB", 130 << 20: "130 MiB", 3 << 30: "3 GiB"} {
 		require.Equal(t, want, Bytes(n))
