@@ -136,7 +136,7 @@ func CombineRuns(runs []Result) Result {
 	if runs[0].TCPLatP50us != nil {
 		res.TCPLatP50us = ptr(medianOf(runs, func(r *Result) *float64 { return r.TCPLatP50us }))
 		res.TCPLatP99us = ptr(medianOf(runs, func(r *Result) *float64 { return r.TCPLatP99us }))
-		res.TCPLatSlowPct, _, _ = medianSpread(runs, func(r *Result) *float64 { return r.TCPLatSlowPct })
+		res.TCPLatSlowPct = ptr(medianOf(runs, func(r *Result) *float64 { return r.TCPLatSlowPct }))
 		res.TCPLatP50usMin, res.TCPLatP50usMax = spread(runs, func(r *Result) *float64 { return r.TCPLatP50us })
 	}
 	if runs[0].LatRatio != nil {
