@@ -29,7 +29,10 @@ func WithConnOptions(opts ...conn.Option) InitiatorOption {
 // (iwarp-go's sink and librpma's example 09 server do; a librpma
 // descriptor cannot say so). Flush then uses GPSPM toward a target without
 // the Flush extension, and a receive for its responses is posted before
-// the connection is set up.
+// the connection is set up. Toward a librpma server that does not answer
+// GPSPM (examples 04, 05, 07) it must not be given: a Send that finds no
+// receive posted ends the connection. Example 09's server answers exactly
+// one request per connection.
 func WithGPSPM() InitiatorOption { return func(c *initConfig) { c.gpspm = true } }
 
 // WithMethod makes Flush use m unless a flush names its own (UseMethod).
@@ -216,6 +219,9 @@ func (in *Initiator) Write(ctx context.Context, off uint64, p []byte) error {
 	if err := in.remote.check(off, uint64(len(p))); err != nil {
 		return err
 	}
+	if err := in.writable(); err != nil {
+		return err
+	}
 	for len(p) > 0 {
 		n := min(len(p), in.maxChunk)
 		at, err := in.alloc(ctx, n)
@@ -243,6 +249,9 @@ func (in *Initiator) WriteUint64(ctx context.Context, off, v uint64) error {
 	if err := in.remote.check(off, 8); err != nil {
 		return err
 	}
+	if err := in.writable(); err != nil {
+		return err
+	}
 	at, err := in.alloc(ctx, 8)
 	if err != nil {
 		return err
@@ -259,6 +268,9 @@ func (in *Initiator) WriteUint64(ctx context.Context, off, v uint64) error {
 // Read reads len(p) bytes at region offset off into p with RDMA Reads.
 func (in *Initiator) Read(ctx context.Context, off uint64, p []byte) error {
 	if err := in.remote.check(off, uint64(len(p))); err != nil {
+		return err
+	}
+	if err := in.readable("an RDMA Read"); err != nil {
 		return err
 	}
 	in.readDst = p
@@ -338,9 +350,39 @@ func (in *Initiator) Flush(ctx context.Context, off, n uint64, opts ...FlushOpti
 		res.Guarantee = Persistent
 	}
 	if fc.require && res.Guarantee != Persistent {
-		return res, fmt.Errorf("%w (%v flush)", ErrNotPersistent, fc.method)
+		return res, in.notPersistent(fc.method)
 	}
 	return res, nil
+}
+
+// notPersistent explains ErrNotPersistent by what the descriptor declared.
+func (in *Initiator) notPersistent(m Method) error {
+	r := in.remote
+	why := ""
+	switch m {
+	case MethodReadAfterWrite:
+		why = fmt.Sprintf("; the descriptor declares usage %v, direct_write_to_pmem %v", r.Usage, r.DirectWriteToPmem)
+		if r.gpspmShaped() && r.Usage&rpma.UsageFlushTypePersistent != 0 {
+			why += " and is shaped like librpma's GPSPM example server's, whose GPSPM flushes persist: dial with WithMethod(MethodGPSPM)"
+		}
+	case MethodGPSPM:
+		why = fmt.Sprintf("; the descriptor declares usage %v", r.Usage)
+	}
+	return fmt.Errorf("%w (%v flush%s)", ErrNotPersistent, m, why)
+}
+
+func (in *Initiator) writable() error {
+	if !in.remote.Writable() {
+		return fmt.Errorf("%w: an RDMA Write into a region of usage %v (no WRITE_DST)", ErrNotOffered, in.remote.Usage)
+	}
+	return nil
+}
+
+func (in *Initiator) readable(what string) error {
+	if !in.remote.Readable() {
+		return fmt.Errorf("%w: %s of a region of usage %v (neither READ_SRC nor a FLUSH_TYPE)", ErrNotOffered, what, in.remote.Usage)
+	}
+	return nil
 }
 
 // WriteFlush writes p at region offset off and flushes [off, off+len(p)),
@@ -407,6 +449,9 @@ func (in *Initiator) recvPending() bool { return in.gpspmOut }
 // flushRead is librpma 1.2's rpma_flush: an 8-byte RDMA Read at the
 // flushed offset (moved back to fit a region's end).
 func (in *Initiator) flushRead(ctx context.Context, off uint64) error {
+	if err := in.readable("a read-after-write flush"); err != nil {
+		return err
+	}
 	n := uint64(8)
 	if in.remote.Size < n {
 		off, n = 0, in.remote.Size

@@ -80,6 +80,13 @@ func (g Guarantee) String() string {
 	return fmt.Sprintf("Guarantee(%d)", uint8(g))
 }
 
+// ErrNotOffered is the error of an operation the target's descriptor does
+// not offer (Remote.Writable, Remote.Readable): it is refused before
+// anything is sent, where the target would end the connection with a
+// Terminate (librpma's rpma_flush refuses such a flush the same way, with
+// RPMA_E_NOSUPP).
+var ErrNotOffered = errors.New("pmemsink: the target's descriptor does not offer this operation")
+
 // ErrNotPersistent is the error of a flush that asked for persistence
 // (RequirePersistent) and did not get the target's word for it. The flush
 // itself completed: the bytes are Placed.
@@ -98,6 +105,10 @@ type Remote struct {
 	DirectWriteToPmem bool
 	// DataOffset is where librpma's example clients put their data.
 	DataOffset uint16
+	// HasPeerCfg says whether the descriptor carried a peer configuration
+	// (example 05's server sends one; 04, 07 and 09 do not, and then
+	// DirectWriteToPmem is false).
+	HasPeerCfg bool
 }
 
 // ParseRemote decodes a target's private data (the librpma 28-byte
@@ -108,7 +119,8 @@ func ParseRemote(privateData []byte) (Remote, error) {
 		return Remote{}, err
 	}
 	return Remote{STag: conn.STag(cd.MR.RKey), Base: cd.MR.Addr, Size: cd.MR.Length, Usage: cd.MR.Usage,
-		DirectWriteToPmem: cd.HasPeerCfg && cd.PeerCfg.DirectWriteToPmem, DataOffset: cd.DataOffset}, nil
+		DirectWriteToPmem: cd.HasPeerCfg && cd.PeerCfg.DirectWriteToPmem, DataOffset: cd.DataOffset,
+		HasPeerCfg: cd.HasPeerCfg}, nil
 }
 
 // Addr returns the address of region offset off.
@@ -135,6 +147,32 @@ func (r Remote) Declares(m Method) bool {
 		return persistent
 	}
 	return false
+}
+
+// Writable reports whether the descriptor lets a peer write the region:
+// librpma registers RDMA Write access for RPMA_MR_USAGE_WRITE_DST only
+// (src/peer.c, rpma_peer_usage2access). All of librpma 1.2's example
+// servers declare it.
+func (r Remote) Writable() bool { return r.Usage&rpma.UsageWriteDst != 0 }
+
+// Readable reports whether the descriptor lets a peer read the region, and
+// so flush it by read-after-write: librpma registers RDMA Read access for
+// READ_SRC and for either FLUSH_TYPE bit (rpma_peer_usage2access), which
+// is why example 05's and 09's servers, which declare no READ_SRC, still
+// answer rpma_flush's 8-byte Read.
+func (r Remote) Readable() bool {
+	return r.Usage&(rpma.UsageReadSrc|rpma.UsageFlushTypeVisibility|rpma.UsageFlushTypePersistent) != 0
+}
+
+// gpspmShaped reports whether the descriptor is what librpma 1.2's example
+// 09 server sends (examples/09-flush-to-persistent-GPSPM/server.c): WRITE_DST
+// and one flush type, no READ_SRC, no peer configuration. Example 05's
+// server differs only by its peer configuration. The shape proves nothing
+// (a descriptor cannot say that a target answers GPSPM), so it only makes
+// an error say what to try.
+func (r Remote) gpspmShaped() bool {
+	return r.Writable() && r.Usage&rpma.UsageReadSrc == 0 && !r.HasPeerCfg &&
+		r.Usage&(rpma.UsageFlushTypeVisibility|rpma.UsageFlushTypePersistent) != 0
 }
 
 func (r Remote) check(off, n uint64) error {

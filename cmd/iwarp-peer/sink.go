@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 
 	"github.com/iwarp-go/iwarp-go/internal/connlog"
 	"github.com/iwarp-go/iwarp-go/internal/sinkpeer"
@@ -69,15 +70,15 @@ func runSink(ctx context.Context, args []string, std stdio) error {
 }
 
 func runPut(ctx context.Context, args []string, std stdio) error {
-	var offset uint64
-	var method string
+	var offset, method string
 	cfg := sinkpeer.PutConfig{Err: std.err}
 	f := newFlags("put", std, func(w io.Writer) {
-		fmt.Fprintln(w, "usage: iwarp-peer put -a ADDR [-p PORT] [--offset N] [--method auto|extension|gpspm|read] [--persistent] FILE|-")
+		fmt.Fprintln(w, "usage: iwarp-peer put -a ADDR [-p PORT] [--offset N|data] [--method auto|extension|gpspm|read] [--persistent] FILE|-")
 		fmt.Fprintln(w, "Writes FILE (- for stdin) into a sink's region at region offset N, flushes it, and reports the method and the time to durable on stderr.")
+		fmt.Fprintln(w, "The target may be a librpma server that sends its descriptor as librpma's examples do: auto flushes by read-after-write there; name gpspm for the GPSPM example (09).")
 	}, true)
 	peerFlags(f, &cfg.PeerConfig, "the sink's `address`")
-	f.Uint64Var(&offset, "offset", 0, "region `offset` of the first byte")
+	f.StringVar(&offset, "offset", "0", "region `offset` of the first byte, or data: the descriptor's data_offset")
 	f.StringVar(&method, "method", "auto", "flush `method`: auto, extension, gpspm or read (read-after-write)")
 	f.BoolVar(&cfg.Persistent, "persistent", false, "fail unless the sink declares the bytes persistent")
 	if err := f.parse(args); err != nil {
@@ -93,7 +94,12 @@ func runPut(ctx context.Context, args []string, std stdio) error {
 	if err != nil {
 		return f.bad("--method: %v", err)
 	}
-	cfg.Offset, cfg.Method, cfg.Src = offset, m, os.Stdin
+	if offset == "data" {
+		cfg.AtDataOffset = true
+	} else if cfg.Offset, err = strconv.ParseUint(offset, 0, 64); err != nil {
+		return f.bad("--offset: want a number or data, not %q", offset)
+	}
+	cfg.Method, cfg.Src = m, os.Stdin
 	if name := f.Arg(0); name != "-" {
 		file, err := os.Open(name)
 		if err != nil {

@@ -25,8 +25,12 @@ type PeerConfig struct {
 	Options []conn.Option
 }
 
+// dial connects to the target. GPSPM is used only when asked for
+// (WithMethod(MethodGPSPM) posts its receive): toward a librpma server that
+// does not answer it (examples 04, 05, 07) a GPSPM Send would end the
+// connection, and toward an iwarp-go sink the Flush extension is better.
 func (p PeerConfig) dial(ctx context.Context, opts ...pmemsink.InitiatorOption) (*pmemsink.Initiator, error) {
-	opts = append(opts, pmemsink.WithConnOptions(p.Options...), pmemsink.WithGPSPM())
+	opts = append(opts, pmemsink.WithConnOptions(p.Options...))
 	return pmemsink.Dial(ctx, "tcp", net.JoinHostPort(p.Addr, strconv.Itoa(p.Port)), opts...)
 }
 
@@ -34,7 +38,10 @@ func (p PeerConfig) dial(ctx context.Context, opts ...pmemsink.InitiatorOption) 
 type PutConfig struct {
 	PeerConfig
 	Offset uint64
-	Src    io.Reader
+	// AtDataOffset writes at the descriptor's data_offset instead of
+	// Offset: where librpma's example servers print from.
+	AtDataOffset bool
+	Src          io.Reader
 	// Method forces a flush method (MethodAuto: the best).
 	Method pmemsink.Method
 	// Persistent fails the put unless the sink declares the bytes
@@ -53,6 +60,9 @@ func Put(ctx context.Context, cfg PutConfig) error {
 		return err
 	}
 	defer in.Close()
+	if cfg.AtDataOffset {
+		cfg.Offset = uint64(in.Remote().DataOffset)
+	}
 	buf := make([]byte, chunk)
 	off, total := cfg.Offset, uint64(0)
 	start := time.Now()
