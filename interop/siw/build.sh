@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds everything the siw peer needs into a cache outside the clone:
 #   Debian kernel + out-of-tree siw.ko (stock and "knobs" variant), rdma-core
-#   and librpma userspace, the C test program, the librpma client, the guest
-#   agent and a busybox initramfs.
+#   and librpma userspace, the C test program, the librpma client and example
+#   servers, the guest agent and a busybox initramfs.
 # Every step is keyed by the versions it depends on and published by rename,
 # so an interrupted build is never mistaken for a finished one and a warm
 # cache makes the whole script take seconds.
@@ -230,10 +230,11 @@ build_c() {
   printf '%s\n' "$out"
 }
 
-# The C test program and the librpma client.
+# The C test program, the librpma client and the librpma example servers.
 build_cprogs() {
   CPROG=$(build_c cprog iwtest)
   RPMACLIENT=$(build_c rpmaclient rpmaclient)
+  RPMASERVER=$(build_c rpmaserver rpmaserver)
 }
 
 build_agent() {
@@ -286,7 +287,7 @@ copy_elf() {
 
 build_initramfs() {
   local ikey
-  ikey=$( (echo "$KDIR $UROOT $CPROG $RPMACLIENT"; cat "$HERE/guest/init"; printf '%s\n' "${GUEST_BINS[@]}" "${GUEST_MODS[@]}") | hash_of)
+  ikey=$( (echo "$KDIR $UROOT $CPROG $RPMACLIENT $RPMASERVER"; cat "$HERE/guest/init"; printf '%s\n' "${GUEST_BINS[@]}" "${GUEST_MODS[@]}") | hash_of)
   IMG=$LAB/image/$ikey
   [ -e "$IMG/initrd.cpio" ] && return 0
   log "building the initramfs"
@@ -311,7 +312,8 @@ build_initramfs() {
   local prog
   cp "$CPROG" "$IR/usr/local/bin/iwtest"
   cp "$RPMACLIENT" "$IR/usr/local/bin/rpmaclient"
-  for prog in "$CPROG" "$RPMACLIENT"; do
+  cp "$RPMASERVER" "$IR/usr/local/bin/rpmaserver"
+  for prog in "$CPROG" "$RPMACLIENT" "$RPMASERVER"; do
     for lib in $(readelf -d "$prog" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do copy_elf "$(find_lib "$lib")"; done
   done
   # mke2fs reads its defaults (4 KiB blocks, ext4's features) from here.
@@ -366,6 +368,7 @@ write_env() {
     echo "SIW_AGENT=$AGENT"
     echo "SIW_IWTEST=$CPROG"
     echo "SIW_RPMACLIENT=$RPMACLIENT"
+    echo "SIW_RPMASERVER=$RPMASERVER"
     echo "SIW_USERROOT=$UROOT"
     echo "SIW_KNOBS=$(IFS=,; echo "${KNOB_BOOLS[*]},mpa_version")"
   } >"$tmp"
