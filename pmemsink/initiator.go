@@ -83,6 +83,13 @@ const (
 // sends librpma's descriptor blob in its MPA Reply), with the region the
 // blob describes.
 //
+// Toward a librpma server (librpma 1.2's example servers 04, 05, 07, 09)
+// the blob is all the initiator knows: there is no Flush extension, Flush
+// reads after writing unless GPSPM was named (WithMethod), and it reports
+// Persistent only where the descriptor declared it (Remote.Declares).
+// What the descriptor does not offer fails with ErrNotOffered before
+// anything is sent.
+//
 // Write and Read move bytes through a registered staging buffer; Flush
 // asks the target to make what this connection wrote durable, by the best
 // method the target supports, and says which and what it promises. An

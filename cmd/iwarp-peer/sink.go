@@ -80,7 +80,7 @@ func runPut(ctx context.Context, args []string, std stdio) error {
 	peerFlags(f, &cfg.PeerConfig, "the sink's `address`")
 	f.StringVar(&offset, "offset", "0", "region `offset` of the first byte, or data: the descriptor's data_offset")
 	f.StringVar(&method, "method", "auto", "flush `method`: auto, extension, gpspm or read (read-after-write)")
-	f.BoolVar(&cfg.Persistent, "persistent", false, "fail unless the sink declares the bytes persistent")
+	f.BoolVar(&cfg.Persistent, "persistent", false, "fail unless the target declares the bytes persistent")
 	if err := f.parse(args); err != nil {
 		return err
 	}

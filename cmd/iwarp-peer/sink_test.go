@@ -212,7 +212,7 @@ func TestSink_PutGetCommands(t *testing.T) {
 
 	code, _, errb = runCmd(ctx, "get", "-a", "127.0.0.1", "-p", port, "--offset", "1048570", "--length", "7")
 	require.Equal(t, 1, code)
-	require.Contains(t, errb, "outside the sink's 1048576-byte region")
+	require.Contains(t, errb, "outside the target's 1048576-byte region")
 	code, _, errb = runCmd(ctx, "put", "-a", "127.0.0.1", "-p", port, filepath.Join(dir, "no-such-file"))
 	require.Equal(t, 1, code)
 	require.Contains(t, errb, "no-such-file")

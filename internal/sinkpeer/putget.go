@@ -116,7 +116,7 @@ func Get(ctx context.Context, cfg GetConfig) error {
 	defer in.Close()
 	r := in.Remote()
 	if cfg.Length > r.Size || cfg.Offset > r.Size-cfg.Length {
-		return fmt.Errorf("[%d, +%d) is outside the sink's %d-byte region", cfg.Offset, cfg.Length, r.Size)
+		return fmt.Errorf("[%d, +%d) is outside the target's %d-byte region", cfg.Offset, cfg.Length, r.Size)
 	}
 	buf := make([]byte, min(cfg.Length, chunk))
 	start := time.Now()
@@ -130,9 +130,9 @@ func Get(ctx context.Context, cfg GetConfig) error {
 		}
 		off, left = off+n, left-n
 	}
-	declared := "the sink declares no durability"
+	declared := "the target declares no durability"
 	if r.Declares(pmemsink.MethodReadAfterWrite) {
-		declared = "the sink declares its flushed bytes persistent"
+		declared = "the target declares its flushed bytes persistent"
 	}
 	fmt.Fprintf(cfg.Err, "get: %s at offset %d of a %s region (STag %#08x) in %s by RDMA Read; %s\n",
 		units.Bytes(int64(cfg.Length)), cfg.Offset, units.Bytes(int64(r.Size)), uint32(r.STag), units.Duration(time.Since(start)), declared)

@@ -170,7 +170,7 @@ func TestRpmaServer(t *testing.T) {
 		get := runHost(t, ctx, time.Minute, "get", "get", "-a", host, "-p", port, "--offset", "0", "--length", "1024")
 		require.True(t, get.OK(), "%s", get)
 		require.Equal(t, model[:1024], []byte(get.Stdout))
-		assert.Contains(t, get.Stderr, "the sink declares no durability")
+		assert.Contains(t, get.Stderr, "the target declares no durability")
 		res = s.finish(t, ctx, true)
 		assert.Contains(t, res.Stdout, "Old value: Hello from iwarp-go\n")
 		s.requireFile(t, ctx, model, "04 get")
