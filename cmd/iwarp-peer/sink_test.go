@@ -213,6 +213,13 @@ func TestSink_PutGetCommands(t *testing.T) {
 	code, _, errb = runCmd(ctx, "get", "-a", "127.0.0.1", "-p", port, "--offset", "1048570", "--length", "7")
 	require.Equal(t, 1, code)
 	require.Contains(t, errb, "outside the target's 1048576-byte region")
+	// --offset data: the descriptor's data_offset (the sink's 64).
+	code, _, errb = runCmd(ctx, "put", "-a", "127.0.0.1", "-p", port, "--offset", "data", src)
+	require.Equal(t, 0, code, errb)
+	require.Contains(t, errb, "put: 97.7 KiB at offset 64 of a 1 MiB region")
+	code, _, errb = runCmd(ctx, "put", "-a", "127.0.0.1", "-p", port, "--offset", "start", src)
+	require.Equal(t, 2, code, errb)
+	require.Contains(t, errb, `--offset: want a number or data, not "start"`)
 	code, _, errb = runCmd(ctx, "put", "-a", "127.0.0.1", "-p", port, filepath.Join(dir, "no-such-file"))
 	require.Equal(t, 1, code)
 	require.Contains(t, errb, "no-such-file")

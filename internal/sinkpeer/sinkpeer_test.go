@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iwarp-go/iwarp-go/conn"
 	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/iwarp-go/iwarp-go/pmemsink"
 	"github.com/stretchr/testify/require"
@@ -118,4 +119,35 @@ func TestPutPersistentOnVolatile(t *testing.T) {
 	require.NoError(t, stop())
 	require.Contains(t, out.String(), "sink: volatile on tmpfs")
 	require.Contains(t, out.String(), "usage 0x19")
+}
+
+// Toward a target that answers no Flush extension (a librpma server; here
+// the sink met without iwarp-go's peer trailer, as librpma clients meet
+// it) auto flushes by read-after-write, not GPSPM: a librpma server that
+// posted no receive would end the connection on a GPSPM Send. GPSPM is
+// used when named. --offset data writes at the descriptor's data_offset.
+func TestPutTowardLibrpmaTarget(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "sink")
+	port, _, stop := serveT(t, SinkConfig{File: file, Size: 1 << 20, Mode: pmemsink.ModeMsync, DataOffset: 64})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := peer(port)
+	p.Options = []conn.Option{conn.WithoutPeerTrailer()}
+	for _, c := range []struct {
+		m    pmemsink.Method
+		want string
+		data string
+	}{
+		{pmemsink.MethodAuto, "read-after-write, persistent", "by read"},
+		{pmemsink.MethodGPSPM, "gpspm, persistent", "by gpspm"},
+	} {
+		var perr bytes.Buffer
+		require.NoError(t, Put(ctx, PutConfig{PeerConfig: p, AtDataOffset: true, Src: strings.NewReader(c.data), Method: c.m, Persistent: true, Err: &perr}))
+		require.Contains(t, perr.String(), "at offset 64 of a 1 MiB region")
+		require.Contains(t, perr.String(), c.want)
+		b, err := os.ReadFile(file)
+		require.NoError(t, err)
+		require.Equal(t, c.data, string(b[64:64+len(c.data)]))
+	}
+	require.NoError(t, stop())
 }
