@@ -88,15 +88,7 @@ func (s *rpmaServer) requireFile(t *testing.T, ctx context.Context, model []byte
 	}
 }
 
-// cString is what the examples print with %s: the bytes up to a NUL.
-func cString(b []byte) string {
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		return string(b[:i])
-	}
-	return string(b)
-}
-
-// put runs iwarp-peer put against the forwarded guest port.
+// rpmaPut runs iwarp-peer put against the forwarded guest port.
 func rpmaPut(t *testing.T, ctx context.Context, data []byte, args ...string) *hostResult {
 	t.Helper()
 	src := filepath.Join(t.TempDir(), "put")
