@@ -13,7 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/iwarp-go/iwarp-go/conn"
+	"github.com/iwarp-go/iwarp-go/rdmap"
 	"github.com/iwarp-go/iwarp-go/rpma"
+	"github.com/iwarp-go/iwarp-go/termcode"
 )
 
 // Stand-ins for librpma 1.2's example servers, each sending exactly what
@@ -429,4 +431,38 @@ func TestRpmaServer_NotOffered(t *testing.T) {
 		require.NoError(t, in.Close())
 		assert.Equal(t, "placed\x00\x00more", string(x.final(t)[:12]))
 	})
+}
+
+// Example 09's server answers one GPSPM request per connection and posts
+// no second receive: a second GPSPM flush finds none, and the target ends
+// the connection (RDMAP Terminate, DDP untagged buffer error). The
+// initiator reports that within its context, as an error, never as a
+// flush that succeeded, and stays failed.
+func TestRpmaServer_GPSPMOnlyOnce(t *testing.T) {
+	x := serveExample(t, ex09Pmem)
+	in := dialExample(t, x, WithMethod(MethodGPSPM))
+	ctx := tctx(t)
+	res, err := in.WriteFlush(ctx, 17, []byte("first"))
+	require.NoError(t, err)
+	require.Equal(t, Persistent, res.Guarantee)
+	res, err = in.WriteFlush(ctx, 17, []byte("second"))
+	require.Error(t, err)
+	require.NotErrorIs(t, err, ErrNotPersistent)
+	require.Equal(t, FlushResult{}, res, "no method, no guarantee")
+	var te *rdmap.TerminateError
+	require.ErrorAs(t, err, &te)
+	assert.True(t, te.Remote, "the target's Terminate")
+	assert.Equal(t, termcode.DDPUntaggedNoBuffer, te.Code, "RFC 5041 §7: no receive posted for the Send (untagged buffer error 1/2/0x02)")
+	require.ErrorIs(t, in.Write(ctx, 0, []byte("x")), err, "the initiator stays failed")
+	in.Close()
+	<-x.request
+	// The stand-in's side of it: it sent that Terminate.
+	select {
+	case serr := <-x.done:
+		x.done <- serr
+		require.ErrorAs(t, serr, &te)
+		assert.False(t, te.Remote)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stand-in did not end")
+	}
 }
