@@ -262,10 +262,16 @@ struct region {
 // Maps the file and lays out the region as the example does.
 static int map_region(const struct opts *o, struct region *r)
 {
-	int fd = open(o->file, O_RDWR);
+	int fd = open(o->file, O_RDWR | O_CREAT, 0644);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st)) {
 		errf("%s: %s", o->file, strerror(errno));
+		return -1;
+	}
+	// A new (empty) file gets the size of a page, zeros.
+	if (st.st_size == 0 && (ftruncate(fd, 4096) || fstat(fd, &st))) {
+		errf("%s: %s", o->file, strerror(errno));
+		close(fd);
 		return -1;
 	}
 	size_t need = o->example == 7 ? LOG_SIZE : (o->pmem ? SIGNATURE_LEN : 0) + HELLO_STR_SIZE;
@@ -518,7 +524,8 @@ static void usage(FILE *f)
 		"usage: %s -a ADDR [-p PORT] -e 04|05|07|09 -f FILE [--pmem] [--direct-pmem-write]\n"
 		"                  [-t SECONDS] [-v]\n"
 		"Serves one connection as librpma 1.2's example server EX does, its region in FILE\n"
-		"(at least 1041 bytes; 1040 for 07): --pmem replays the example given a <pmem-path>\n"
+		"(created with 4096 zero bytes if missing or empty; at least 1041 bytes with --pmem,\n"
+		"1024 without, 1040 for 07): --pmem replays the example given a <pmem-path>\n"
 		"on persistent memory, --direct-pmem-write its \"on\" argument (05 only).\n",
 		prog);
 }

@@ -20,10 +20,17 @@ type argStyle struct {
 	// positionalPeer: perftest's style, where a client names its server as
 	// the one positional argument and a server has none.
 	positionalPeer bool
+	// alwaysServer: a program that is only ever a server (rpmaserver).
+	alwaysServer bool
 }
 
 func rdmaCoreStyle(short string) *argStyle {
 	return &argStyle{short: short, server: "s", addr: "a", port: "p"}
+}
+
+// serverStyle is rdmaCoreStyle for a program that has no client role.
+func serverStyle(short string) *argStyle {
+	return &argStyle{short: short, addr: "a", port: "p", alwaysServer: true}
 }
 
 // iwtestStyle is interop/siw/cprog/iwtest.c's getopt_long table.
@@ -142,6 +149,7 @@ func (p Program) parse(args []string) (*invocation, error) {
 		return inv, nil
 	}
 	opts, positional := s.scan(args)
+	inv.server = s.alwaysServer
 	portArg := ""
 	for _, o := range opts {
 		switch {

@@ -39,6 +39,8 @@ func TestParseFindsRolePortAndAddresses(t *testing.T) {
 		{"ibv_devinfo -d siw0", false, 0, "-d siw0"},
 		{"rpmaclient -a 127.0.0.1 -o log -w 127.0.0.1", false, 7204, "-a 10.0.2.2 -o log -w 127.0.0.1"},
 		{"rpmaclient -s -a localhost -p 7190 -n 4", true, 7190, "-s -a 10.0.2.15 -p 7190 -n 4"},
+		{"rpmaserver -a 127.0.0.1 -e 05 -f /tmp/region --pmem", true, 7204, "-a 10.0.2.15 -e 05 -f /tmp/region --pmem"},
+		{"rpmaserver -a localhost -p 7191 -e 09 -f /tmp/r", true, 7191, "-a 10.0.2.15 -p 7191 -e 09 -f /tmp/r"},
 	}
 	for _, c := range cases {
 		t.Run(c.cmd, func(t *testing.T) {

@@ -29,6 +29,7 @@ var programs = []Program{
 	{"ibv_devinfo", 0, nil, "the siw device as libibverbs sees it"},
 	{"ibv_devices", 0, nil, "the RDMA devices"},
 	{"rpmaclient", 7204, rdmaCoreStyle("sa:p:o:d:x:w:f:t:n:vh"), "librpma 1.2's example clients replayed (-a ADDR -o SEQ; -s: librpma server)"},
+	{"rpmaserver", 7204, serverStyle("a:p:e:f:t:vh"), "librpma 1.2's example servers replayed (-a ADDR -e 04|05|07|09 -f FILE), one connection"},
 }
 
 // shellCommand is the command that gives an interactive guest.
