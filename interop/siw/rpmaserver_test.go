@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/iwarp-go/iwarp-go/conn"
 	"github.com/iwarp-go/iwarp-go/internal/conntest"
 	"github.com/iwarp-go/iwarp-go/interop/siw/lab"
 	"github.com/iwarp-go/iwarp-go/pmemsink"
@@ -108,6 +109,40 @@ func dialRpma(t *testing.T, ctx context.Context, opts ...pmemsink.InitiatorOptio
 	return in
 }
 
+// rpmaSetup is what a connection to a librpma server negotiated, taken
+// before it closes.
+type rpmaSetup struct {
+	n             conn.Negotiated
+	ord           int
+	isGo, flushes bool
+}
+
+func setupOf(t *testing.T, in *pmemsink.Initiator) rpmaSetup {
+	t.Helper()
+	n := in.QP().Negotiated()
+	require.NotNil(t, n)
+	_, ord := in.QP().ReadLimits()
+	return rpmaSetup{n: *n, ord: ord, isGo: in.QP().PeerIsIwarpGo(), flushes: in.QP().PeerFlushes()}
+}
+
+// check compares it with the server's LISTENING line: the MPA Reply's
+// private data is exactly the server's 28 bytes (librpma and siw add
+// nothing), an RFC 6581 IRD/ORD exchange gave this side room for at least
+// one outstanding Read (rpma_flush and 07's read of used are Reads), and
+// the server is not taken for an iwarp-go peer.
+func (s rpmaSetup) check(t *testing.T, listening map[string]string) {
+	t.Helper()
+	n := s.n
+	t.Logf("negotiated: revision %d, CRC %v, IRD/ORD known %v (%d/%d, peer %d/%d), P2P %v RTR %v",
+		n.Revision, n.CRC, n.IRDORDKnown, n.IRD, n.ORD, n.PeerIRD, n.PeerORD, n.P2P, n.RTR)
+	assert.Equal(t, listening["private_data"], hex.EncodeToString(n.PeerPrivateData))
+	assert.Equal(t, uint8(2), n.Revision)
+	assert.True(t, n.IRDORDKnown, "siw answers MPA revision 2 with the enhanced IRD/ORD block")
+	assert.GreaterOrEqual(t, s.ord, 1, "at least one Read outstanding toward the server")
+	assert.False(t, s.isGo)
+	assert.False(t, s.flushes)
+}
+
 // TestRpmaServer: the Go initiator toward librpma 1.2's example servers
 // (rpmaserver in the guest over siw, built against Debian's librpma). Each
 // sequence is one server run with one connection, and the guest's file is
@@ -138,7 +173,7 @@ func TestRpmaServer(t *testing.T) {
 	}
 	ctx := scenario(t, 10*time.Minute)
 	record(t, matrixRow{Scenario: "iwarp-go initiator → librpma 1.2 example servers", Initiator: goName + " (put/get, pmemsink.Dial)",
-		Responder: siwName + " + librpma (rpmaserver)", CRC: "off (siw default)", MPA: "rev 2 enhanced",
+		Responder: siwName + " + librpma (rpmaserver)", CRC: "on (Go asks, siw follows)", MPA: "rev 2 enhanced, P2P (Write RTR)",
 		Checks: "04, 05, 07, 09 server sequences; the guest's file checked after each; guarantees as declared; ErrNotPersistent"})
 
 	t.Run("04", func(t *testing.T) {
@@ -223,11 +258,13 @@ func TestRpmaServer(t *testing.T) {
 			_, err = in.Flush(ctx, 8, 8)
 			require.NoError(t, err)
 		}
+		setup := setupOf(t, in)
 		require.NoError(t, in.Close())
 		used, entries := logRegion(16, "alpha", "beta")
 		binary.LittleEndian.PutUint64(model[8:], used)
 		copy(model[16:], entries)
 		res := s.finish(t, ctx, true)
+		setup.check(t, s.listening)
 		assert.Equal(t, "0x19", s.listening["usage"])
 		assert.Contains(t, res.Stdout, "alpha\nbeta\n", "07's server prints the log")
 		s.requireFile(t, ctx, model, "07 log")
@@ -261,9 +298,11 @@ func TestRpmaServer(t *testing.T) {
 		res, err := in.WriteFlush(ctx, 0, msg, pmemsink.RequirePersistent())
 		require.ErrorIs(t, err, pmemsink.ErrNotPersistent)
 		assert.Equal(t, "gpspm, placed", res.String())
+		setup := setupOf(t, in)
 		require.NoError(t, in.Close())
 		copy(model, msg)
 		out := s.finish(t, ctx, true)
+		setup.check(t, s.listening)
 		assert.Equal(t, "0x18", s.listening["usage"])
 		require.Len(t, conntest.Lines(out.Stdout, "GPSPM_REQUEST"), 1)
 		assert.Contains(t, out.Stdout, "New value: only placed\n")
