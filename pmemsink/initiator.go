@@ -370,7 +370,7 @@ func (in *Initiator) notPersistent(m Method) error {
 	case MethodReadAfterWrite:
 		why = fmt.Sprintf("; the descriptor declares usage %v, direct_write_to_pmem %v", r.Usage, r.DirectWriteToPmem)
 		if r.gpspmShaped() && r.Usage&rpma.UsageFlushTypePersistent != 0 {
-			why += " and is shaped like librpma's GPSPM example server's, whose GPSPM flushes persist: dial with WithMethod(MethodGPSPM)"
+			why += " and is shaped like librpma's GPSPM example server's, whose GPSPM flushes persist: dial with WithMethod(MethodGPSPM) (iwarp-peer put --method gpspm)"
 		}
 	case MethodGPSPM:
 		why = fmt.Sprintf("; the descriptor declares usage %v", r.Usage)

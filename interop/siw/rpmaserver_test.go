@@ -161,6 +161,8 @@ func (s rpmaSetup) check(t *testing.T, listening map[string]string) {
 //     Write, flush; the server prints the words.
 //   - 09 with --pmem: put --method gpspm --persistent: one
 //     GPSPM_flush_request for exactly the written range, persistent.
+//   - 09 with --pmem, GPSPM not named: put --persistent reads after
+//     writing, placed, fails with ErrNotPersistent naming GPSPM.
 //   - 09 (DRAM): pmemsink.Dial with MethodGPSPM and RequirePersistent:
 //     ErrNotPersistent (the server declared visibility only), placed.
 //
@@ -288,6 +290,27 @@ func TestRpmaServer(t *testing.T) {
 		assert.Contains(t, res.Stdout, "Flush request received: {offset: 0x11, length: 0x13, op_context: 0x1}")
 		assert.Contains(t, res.Stdout, "New value: persisted by GPSPM\n")
 		s.requireFile(t, ctx, model, "09 pmem put --method gpspm")
+	})
+
+	t.Run("09-pmem-auto", func(t *testing.T) {
+		// Not told that the server answers GPSPM, put reads after
+		// writing: placed, and --persistent fails naming GPSPM. The
+		// server, whose one receive the close flushes, fails as
+		// example 09 does.
+		model := rpmaPattern()
+		copy(model, "RPMA_EXAMPLE_SIG\x00\x00")
+		s := startRpmaServer(t, ctx, "/tmp/ex09a", true, "09", "--pmem")
+		msg := append([]byte("placed, not persisted"), 0)
+		put := rpmaPut(t, ctx, msg, "--persistent", "--offset", "data")
+		require.False(t, put.OK(), "%s", put)
+		assert.Contains(t, put.Stderr, "read-after-write, placed")
+		assert.Contains(t, put.Stderr, pmemsink.ErrNotPersistent.Error())
+		assert.Contains(t, put.Stderr, "--method gpspm")
+		copy(model[17:], msg)
+		res := s.finish(t, ctx, false)
+		require.False(t, res.OK(), "%s", res)
+		assert.Equal(t, "gpspm", conntest.Lines(res.Stdout, "RESULT")[0]["status"])
+		s.requireFile(t, ctx, model, "09 pmem put without --method gpspm")
 	})
 
 	t.Run("09-dram", func(t *testing.T) {
