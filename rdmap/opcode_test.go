@@ -39,8 +39,18 @@ func TestOpcodes_RFC5040_4_1(t *testing.T) {
 		require.Equal(t, uint8(1), ControlVersion(MakeControl(tc.op)))
 		require.Equal(t, tc.op, ControlOpcode(MakeControl(tc.op)))
 	}
+	for op := OpWrite; op <= OpTerminate; op++ {
+		require.Zero(t, op.Extension(), op)
+	}
+	// OpExtension is the Flush extension's.
+	require.True(t, OpExtension.Defined())
+	require.Equal(t, ExtFlush, OpExtension.Extension())
+	require.Equal(t, "extension", OpExtension.Label())
 	// RFC 7306 opcodes and the rest are not implemented yet.
 	for op := Opcode(8); op < 20; op++ {
+		if op == OpExtension {
+			continue
+		}
 		require.False(t, op.Defined(), op)
 		require.False(t, op.Tagged())
 		require.False(t, op.IsSend())
