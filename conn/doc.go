@@ -32,9 +32,10 @@
 // completion. Without CRC the payload goes straight from the socket into
 // registered memory. The transmitter frames send-queue messages and Read
 // Responses into batched writevs; MSNs are assigned under the lock that
-// orders bytes onto the socket. Close ends both and flushes outstanding
-// work with WCWRFlushErr completions; so does a peer's FIN, reset or
-// Terminate, which QP.Done and QP.Err report even when no work is posted.
+// orders bytes onto the socket. Close ends both and completes outstanding
+// work flushed in error (WCWRFlushErr, verbs' name); so does a peer's FIN,
+// reset or Terminate, which QP.Done and QP.Err report even when no work is
+// posted.
 //
 // # Locks and ownership
 //

@@ -119,8 +119,8 @@ func (q *sendQueue) popDone(complete func(w *sendWQE, refs []sgeRef)) {
 	}
 }
 
-// flush removes every work request; those not done get status and err.
-func (q *sendQueue) flush(status WCStatus, err error, complete func(w *sendWQE, refs []sgeRef)) {
+// flushInError removes every work request; those not done get status and err.
+func (q *sendQueue) flushInError(status WCStatus, err error, complete func(w *sendWQE, refs []sgeRef)) {
 	for q.head != q.tail {
 		w, refs := q.at(q.head)
 		if !w.done {

@@ -386,7 +386,7 @@ func (e *engine) startReadRequest(_ *sendOpInfo, ctr uint32, w *sendWQE, refs []
 // at once.
 func (e *engine) startResponseLocked() {
 	c, ent := e.irq.startNext()
-	if ent.flush {
+	if ent.kind == reqFlush {
 		e.frameFlushResponseLocked(c, ent)
 		return
 	}
