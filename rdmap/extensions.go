@@ -16,9 +16,10 @@ const (
 	// ExtFlush: the Flush extension (docs/rfc-notes/flush-extension.md),
 	// OpExtension messages. Its bit is PeerFlagFlush.
 	ExtFlush Extensions = Extensions(PeerFlagFlush)
+	// ExtRFC7306 (rfc7306.go) is the second bit.
 )
 
-var extNames = [...]string{"flush"}
+var extNames = [...]string{"flush", "rfc7306"}
 
 func (x Extensions) String() string {
 	if x == 0 {

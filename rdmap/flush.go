@@ -55,7 +55,7 @@ func (t ExtType) String() string {
 // header lengths of this package.
 const (
 	FlushRequestBodyLen    = 28
-	FlushRequestHeaderLen  = ddp.UntaggedHeaderLen + FlushRequestBodyLen // 46, = MaxHeaderLen
+	FlushRequestHeaderLen  = ddp.UntaggedHeaderLen + FlushRequestBodyLen // 46
 	FlushResponseBodyLen   = 8
 	FlushResponseHeaderLen = ddp.UntaggedHeaderLen + FlushResponseBodyLen // 26
 )

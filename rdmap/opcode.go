@@ -40,10 +40,10 @@ const (
 	// MaxTerminateLen is a Terminate carrying every optional field: the DDP
 	// Segment Length, an untagged DDP header and a Read Request header.
 	MaxTerminateLen = TerminateHeaderLen + 2 + 18 + ReadRequestBodyLen
-	// MaxHeaderLen is the longest fixed header of any opcode (Read
-	// Request); peek this many bytes (or the whole ULPDU if shorter) before
-	// calling Parse.
-	MaxHeaderLen = ReadRequestHeaderLen
+	// MaxHeaderLen is the longest fixed header of any opcode (RFC 7306's
+	// Atomic Request); peek this many bytes (or the whole ULPDU if
+	// shorter) before calling Parse.
+	MaxHeaderLen = AtomicRequestHeaderLen
 )
 
 // Version is the RDMAP version this package speaks (RFC 5040 §4.1: RV is
@@ -75,6 +75,10 @@ var opTable = [16]opInfo{
 	OpSendSE:           {name: "Send with Solicited Event", label: "send_se", defined: true, qn: QNSend, hdrLen: SendHeaderLen, send: true, se: true},
 	OpSendSEInvalidate: {name: "Send with Solicited Event and Invalidate", label: "send_se_invalidate", defined: true, qn: QNSend, hdrLen: SendHeaderLen, send: true, inv: true, se: true},
 	OpTerminate:        {name: "Terminate", label: "terminate", defined: true, qn: QNTerminate, hdrLen: TerminateHeaderLen},
+	OpImmediate:        {name: "Immediate Data", label: "immediate", defined: true, ext: ExtRFC7306, qn: QNSend, hdrLen: ImmediateHeaderLen},
+	OpImmediateSE:      {name: "Immediate Data with Solicited Event", label: "immediate_se", defined: true, ext: ExtRFC7306, qn: QNSend, hdrLen: ImmediateHeaderLen, se: true},
+	OpAtomicRequest:    {name: "Atomic Request", label: "atomic_request", defined: true, ext: ExtRFC7306, qn: QNReadRequest, hdrLen: AtomicRequestHeaderLen},
+	OpAtomicResponse:   {name: "Atomic Response", label: "atomic_response", defined: true, ext: ExtRFC7306, qn: QNAtomicResponse, hdrLen: AtomicResponseHeaderLen},
 	// The header length of OpExtension depends on its type; this is the
 	// longest (a Flush Request), what a receiver peeks.
 	OpExtension: {name: "iwarp-go extension", label: "extension", defined: true, ext: ExtFlush, qn: QNReadRequest, hdrLen: FlushRequestHeaderLen},

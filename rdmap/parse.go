@@ -88,7 +88,10 @@ func (h *Header) InvalidateSTag() uint32 {
 //     belongs to the other buffer model, so the opcode is unexpected there;
 //   - ULPDU shorter than the opcode's header (SegmentTooShort);
 //   - QN not the opcode's queue (UntaggedInvalidQN), except for Terminate;
-//   - a Read Request that carries payload or lacks L (ReadReqMalformed).
+//   - a Read Request that carries payload or lacks L (ReadReqMalformed);
+//   - an RFC 7306 message that is not one whole segment of exactly its
+//     header with zero reserved fields, or an Atomic Request whose
+//     operation is not FetchAdd or CmpSwap (AtomicMalformed, 0/2/0x07).
 //
 // A Terminate that passes these is returned like any other header; decode
 // it with ParseTerminate, which is lenient about its QN, MSN and MO. MSN
@@ -138,6 +141,11 @@ func ParseWith(b []byte, ulpduLen int, ext Extensions) (Header, error) {
 		}
 		if op == OpReadRequest && (ulpduLen != n || !c.Last()) {
 			return Header{}, NewError(ReadReqMalformed, b, ulpduLen, nil)
+		}
+		if op.Extension() == ExtRFC7306 {
+			if err := check7306(op, b, ulpduLen, n, c); err != nil {
+				return Header{}, err
+			}
 		}
 	}
 	return Header{Op: op, Last: c.Last(), Len: n, PayloadLen: ulpduLen - n, b: b[:n]}, nil
