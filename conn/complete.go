@@ -128,7 +128,7 @@ func (qp *QP) completeRecvLocked(p *rxPending) error {
 	if err != nil {
 		return err
 	}
-	wc := WorkCompletion{ID: w.id, QPN: qp.qpn, Op: WCRecv, Flags: p.flags, ByteLen: uint32(p.msgLen), InvSTag: p.invSTag}
+	wc := WorkCompletion{ID: w.id, QPN: qp.qpn, Op: WCRecv, Flags: p.flags, ByteLen: uint32(p.msgLen), InvSTag: p.invSTag, Imm: p.imm}
 	qp.completeLocked(qp.rcq, &wc)
 	return nil
 }

@@ -103,7 +103,7 @@ func (e *engine) rxFlushRequest(h *rdmap.Header, n int) error {
 	if f != stag.OK {
 		return rdmap.NewError(conditionFor(useReadSource, f), hdr, n, fr)
 	}
-	ent := irqEntry{kind: reqFlush, region: r, srcOff: int(to - r.Base()), flushLen: length, flushID: fr.ID(), placement: fr.Placement()}
+	ent := irqEntry{kind: reqFlush, region: r, srcOff: int(to - r.Base()), flushLen: length, reqID: fr.ID(), placement: fr.Placement()}
 	copy(ent.req[:], hdr)
 	rx.pend = rxPending{action: rxQueueFlush, irq: ent}
 	return nil
@@ -153,7 +153,7 @@ func (e *engine) rxFlushResponse(h *rdmap.Header, n int) error {
 	switch {
 	case !ok || want.kind != reqFlush:
 		return rdmap.NewError(rdmap.ReadRespUnexpected, hdr, n, nil)
-	case want.flushID != resp.ID():
+	case want.reqID != resp.ID():
 		return rdmap.NewError(rdmap.ReadReqMalformed, hdr, n, nil)
 	}
 	rx.pend = rxPending{action: rxFlushDone, flushResp: resp.Fields()}
@@ -194,11 +194,11 @@ func (e *engine) startFlush(_ *sendOpInfo, ctr uint32, w *sendWQE, _ []sgeRef) {
 	tx := &e.tx
 	msn := tx.rreqMSN
 	tx.rreqMSN++
-	tx.flushID++
+	tx.reqID++
 	w.msn = msn
-	e.orq.push(orqEntry{sqCtr: ctr, msn: msn, kind: reqFlush, flushID: tx.flushID})
+	e.orq.push(orqEntry{sqCtr: ctr, msn: msn, kind: reqFlush, reqID: tx.reqID})
 	hdr := rdmap.AppendFlushRequest(tx.hdr[:0], msn, rdmap.FlushRequestFields{
-		ID:          tx.flushID,
+		ID:          tx.reqID,
 		STag:        uint32(w.remote.STag),
 		TO:          w.remote.TO,
 		Length:      w.flushLen,
@@ -218,10 +218,10 @@ func (e *engine) startFlush(_ *sendOpInfo, ctr uint32, w *sendWQE, _ []sgeRef) {
 // QP.mu held.
 func (e *engine) frameFlushResponseLocked(c uint32, ent *irqEntry) {
 	tx := &e.tx
-	hdr := rdmap.AppendFlushResponse(tx.hdr[:0], tx.flushMSN, rdmap.FlushResponseFields{
-		ID: ent.flushID, Status: ent.status, Achieved: ent.achieved,
+	hdr := rdmap.AppendFlushResponse(tx.hdr[:0], tx.qn3MSN, rdmap.FlushResponseFields{
+		ID: ent.reqID, Status: ent.status, Achieved: ent.achieved,
 	})
-	tx.flushMSN++
+	tx.qn3MSN++
 	e.qp.stats.countTx(rdmap.OpExtension, len(hdr))
 	// A header always fits an FPDU; a writer that refuses it is broken,
 	// which the next flush reports.

@@ -21,9 +21,9 @@ const (
 )
 
 // peerFlags are what this side declares in its trailer: the extensions it
-// accepts (rdmap.Extensions; the Flush extension,
-// docs/rfc-notes/flush-extension.md).
-const peerFlags = byte(rdmap.ExtFlush)
+// accepts (rdmap.Extensions: the Flush extension,
+// docs/rfc-notes/flush-extension.md, and RFC 7306, docs/rfc-notes/rfc7306.md).
+const peerFlags = byte(rdmap.ExtFlush | rdmap.ExtRFC7306)
 
 func appendPeerTrailer(pd []byte) []byte {
 	out := make([]byte, 0, len(pd)+peerTrailerLen)

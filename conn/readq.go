@@ -13,8 +13,9 @@ import (
 type reqKind uint8
 
 const (
-	reqRead  reqKind = iota // RDMA Read Request: an RDMA Read Response
-	reqFlush                // Flush Request: a Flush Response on QN 3
+	reqRead   reqKind = iota // RDMA Read Request: an RDMA Read Response
+	reqFlush                 // Flush Request: a Flush Response on QN 3
+	reqAtomic                // RFC 7306 Atomic Request: an Atomic Response on QN 3
 )
 
 // orqEntry is an RDMA Read Request this side sent and whose response it
@@ -25,7 +26,7 @@ type orqEntry struct {
 	sqCtr    uint32 // send-queue counter of the Read work request
 	msn      uint32 // of its Read Request (QN 1)
 	kind     reqKind
-	flushID  uint32 // a Flush Request's ID
+	reqID    uint32 // a Flush or Atomic Request's ID
 	rtr      bool   // an RFC 6581 Read RTR: no work request behind it
 	sinkSTag uint32
 	sinkTO   uint64
@@ -86,9 +87,11 @@ const (
 type irqEntry struct {
 	state irqState
 	kind  reqKind
-	// A Flush Request's ID, the placement asked for, the range's length,
-	// and (once released) what its response reports.
-	flushID   uint32
+	// A Flush or Atomic Request's ID; a Flush Request's placement asked
+	// for, the range's length, and (once released) what its response
+	// reports; an Atomic Request's original value.
+	reqID     uint32
+	orig      uint64
 	placement rdmap.Placement
 	flushLen  uint64
 	status    rdmap.FlushStatus

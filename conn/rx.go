@@ -53,6 +53,8 @@ const (
 	rxTerminate
 	rxQueueFlush
 	rxFlushDone
+	rxQueueAtomic
+	rxAtomicDone
 	numRxActions
 )
 
@@ -68,6 +70,9 @@ type rxPending struct {
 	term    *rdmap.TerminateError
 	// flushResp is a Flush Response received.
 	flushResp rdmap.FlushResponseFields
+	imm       uint64                    // of an Immediate Data message (WCWithImm)
+	orig      uint64                    // an Atomic Response's original value
+	atomic    rdmap.AtomicRequestFields // an Atomic Request to carry out
 
 	// A placement into a region with a remote reference (RDMA Write): the
 	// reference is dropped once the bytes are in place.
@@ -95,18 +100,24 @@ var rxTable = [16]rxHandler{
 	rdmap.OpSendSE:           (*engine).rxSend,
 	rdmap.OpSendSEInvalidate: (*engine).rxSend,
 	rdmap.OpTerminate:        (*engine).rxTerminate,
+	rdmap.OpImmediate:        (*engine).rxImmediate,
+	rdmap.OpImmediateSE:      (*engine).rxImmediate,
+	rdmap.OpAtomicRequest:    (*engine).rxAtomicRequest,
+	rdmap.OpAtomicResponse:   (*engine).rxAtomicResponse,
 	rdmap.OpExtension:        (*engine).rxExtension,
 }
 
 // commitTable carries out what a verified FPDU asked for, by action.
 var commitTable = [numRxActions]func(e *engine, h *rdmap.Header, n int) error{
-	rxNothing:    func(*engine, *rdmap.Header, int) error { return nil },
-	rxRecvDone:   (*engine).commitRecv,
-	rxReadDone:   (*engine).commitRead,
-	rxQueueRead:  (*engine).commitQueueRead,
-	rxTerminate:  (*engine).commitTerminate,
-	rxQueueFlush: (*engine).commitQueueFlush,
-	rxFlushDone:  (*engine).commitFlushDone,
+	rxNothing:     func(*engine, *rdmap.Header, int) error { return nil },
+	rxRecvDone:    (*engine).commitRecv,
+	rxReadDone:    (*engine).commitRead,
+	rxQueueRead:   (*engine).commitQueueRead,
+	rxTerminate:   (*engine).commitTerminate,
+	rxQueueFlush:  (*engine).commitQueueFlush,
+	rxFlushDone:   (*engine).commitFlushDone,
+	rxQueueAtomic: (*engine).commitQueueAtomic,
+	rxAtomicDone:  (*engine).commitAtomicDone,
 }
 
 // errStop ends the receive role after a Terminate from the peer.

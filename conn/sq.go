@@ -50,7 +50,9 @@ type sendWQE struct {
 	invSTag  stag.STag
 	msn      uint32 // of a Send or Read Request, once framed
 	flushLen uint64
-	wcFlags  WCFlags // for its completion
+	imm      uint64     // OpWriteImm, OpSendImm
+	atomic   AtomicArgs // OpFetchAdd, OpCmpSwap
+	wcFlags  WCFlags    // for its completion
 	done     bool
 	status   WCStatus
 	err      error

@@ -15,7 +15,8 @@ const DefinedOpcodes = int(rdmap.OpTerminate) + 1
 // OpcodeLabel returns the label of an RDMAP opcode, rdmap.Opcode.Label:
 // "write", "read_request", "read_response", "send", "send_invalidate",
 // "send_se", "send_se_invalidate", "terminate", the label of an extension
-// opcode ("extension" for 0xf), or "0x8" to "0xe" for the others.
+// opcode ("immediate", "immediate_se", "atomic_request",
+// "atomic_response", "extension" for 0xf), or "0xc" to "0xe".
 func OpcodeLabel(op rdmap.Opcode) string { return (op & 0x0f).Label() }
 
 // CodeLabel returns a Terminate code as the label exporters give it: four
