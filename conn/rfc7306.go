@@ -66,12 +66,16 @@ func (e *engine) startAtomic(op *sendOpInfo, ctr uint32, w *sendWQE, _ []sgeRef)
 	tx.reqID++
 	w.msn = msn
 	e.orq.push(orqEntry{sqCtr: ctr, msn: msn, kind: reqAtomic, reqID: tx.reqID})
-	aop := rdmap.AtomicFetchAdd
+	aop, args := rdmap.AtomicFetchAdd, w.atomic
 	if w.op == OpCmpSwap {
 		aop = rdmap.AtomicCmpSwap
+	} else {
+		// RFC 7306 §5.1.1: a FetchAdd's Compare Data is zero and its
+		// Compare Mask all ones on transmit (ignored on receipt).
+		args.Compare, args.CompareMask = 0, ^uint64(0)
 	}
 	hdr := rdmap.AppendAtomicRequest(tx.hdr[:0], msn, rdmap.AtomicRequestFields{
-		Op: aop, ID: tx.reqID, STag: uint32(w.remote.STag), TO: w.remote.TO, Args: w.atomic,
+		Op: aop, ID: tx.reqID, STag: uint32(w.remote.STag), TO: w.remote.TO, Args: args,
 	})
 	e.qp.stats.countTx(rdmap.OpAtomicRequest, len(hdr))
 	if err := tx.w.WriteFPDU(hdr); err != nil {
@@ -137,6 +141,13 @@ func (e *engine) rxImmediate(h *rdmap.Header, n int) error {
 // verified it is carried out and its response joins the inbound queue
 // behind the Read Requests before it (RFC 7306 §5.2.1: responses in
 // request order, the IRD shared).
+//
+// It is carried out in stream order, when it is received: after every
+// Write before it is placed, and before a Flush Request after it is
+// handed to the region's hooks, so that the flush persists it. A Read
+// Request received before it whose response is still queued (not yet
+// framed) reads the region when framed, and may so see the atomic's
+// result (docs/rfc-notes/rfc7306.md, "Ordering").
 func (e *engine) rxAtomicRequest(h *rdmap.Header, n int) error {
 	rx := &e.rx
 	hdr := h.Bytes()
