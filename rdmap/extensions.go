@@ -17,6 +17,10 @@ const (
 	// OpExtension messages. Its bit is PeerFlagFlush.
 	ExtFlush Extensions = Extensions(PeerFlagFlush)
 	// ExtRFC7306 (rfc7306.go) is the second bit.
+
+	// AllExtensions is every extension this package knows: what a
+	// dissector, which sees both sides, accepts.
+	AllExtensions = ExtFlush | ExtRFC7306
 )
 
 var extNames = [...]string{"flush", "rfc7306"}
