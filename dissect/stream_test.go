@@ -357,3 +357,26 @@ func TestStream_RFC7306Messages(t *testing.T) {
 	require.NotNil(t, rs)
 	require.Equal(t, dissect.AtomicResponse{ID: 7, Orig: 4}, *rs.AtomicResponse)
 }
+
+// A capture with RFC 7306 atomics (FetchAdd, CmpSwap and their responses)
+// and Immediate Data decodes as tshark decodes it, field by field (tshark
+// shows no field of Immediate Data but its opcode).
+func TestStream_RFC7306_Tshark(t *testing.T) {
+	fa := rdmap.AppendAtomicRequest(nil, 1, rdmap.AtomicRequestFields{Op: rdmap.AtomicFetchAdd, ID: 7, STag: 0x1122, TO: 0x1000, Args: rdmap.AtomicArgs{AddSwap: 5, CompareMask: ^uint64(0)}})
+	cs := rdmap.AppendAtomicRequest(nil, 2, rdmap.AtomicRequestFields{Op: rdmap.AtomicCmpSwap, ID: 8, STag: 0x1122, TO: 0x1008, Args: rdmap.AtomicArgs{AddSwap: 9, AddSwapMask: ^uint64(0), Compare: 3, CompareMask: ^uint64(0)}})
+	up, upEnds := fpdus(t, mpa.WriterConfig{CRC: true}, fa, cs, rdmap.AppendImmediate(nil, rdmap.OpImmediate, 1, 0x55))
+	down, downEnds := fpdus(t, mpa.WriterConfig{CRC: true}, rdmap.AppendAtomicResponse(nil, 1, 7, 42), rdmap.AppendAtomicResponse(nil, 2, 8, 3))
+	segs := []seg{
+		{capture.Up, frame(t, mpa.KindRequest, mpa.FlagCRC, irdord, "")},
+		{capture.Down, frame(t, mpa.KindReply, mpa.FlagCRC, irdord, "")},
+	}
+	segs = append(segs, chop(capture.Up, up, upEnds)...)
+	segs = append(segs, chop(capture.Down, down, downEnds)...)
+	ds := compareWithTshark(t, writeCapture(t, segs))
+	s := ds.Streams[0]
+	require.Len(t, s.PDUs, 5)
+	for _, p := range s.PDUs {
+		require.Empty(t, p.Error)
+		require.Equal(t, dissect.CRCGood, p.CRC)
+	}
+}
