@@ -137,3 +137,31 @@ func TestHostile_ImmediateNeedsReceive_RFC7306(t *testing.T) {
 	require.Equal(t, wantTerminate(rdmap.SendNoBuffer, u[:ddp.UntaggedHeaderLen], len(u), nil), p.terminate())
 	s.checkArena()
 }
+
+// An Atomic Response whose Original Request Identifier is not that of the
+// oldest outstanding request of queue 1 is an invalid response (RFC 7306
+// §5.2.2 item 7): the requester ends the stream with AtomicMalformed and
+// the atomic completes in error.
+func TestHostile_AtomicResponseWrongID_RFC7306_5_2_2(t *testing.T) {
+	checkLeaks(t)
+	s := newHostileServer(t)
+	p := s.dialWith(mpa.Config{IRD: 1, ORD: 1}, appendPeerTrailer(nil))
+	res, err := s.pd.Register(make([]byte, 8), LocalWrite)
+	require.NoError(t, err)
+	require.NoError(t, s.qp.PostSend(SendWR{ID: 4, Op: OpFetchAdd, Flags: Signaled, SGL: []SGE{res.SGE(0, 8)}, Remote: RemoteAddr{STag: 0x4242, TO: 0x1000}, Atomic: FetchAdd(1)}))
+	p.send(uTagged(rdmap.OpWrite, true, 1, 0, nil)) // the responder may now transmit
+	u := p.next()
+	h, err := rdmap.ParseWith(u, len(u), rdmap.ExtRFC7306)
+	require.NoError(t, err)
+	require.Equal(t, rdmap.OpAtomicRequest, h.Op)
+	ar := h.AtomicRequest().Fields()
+	require.Equal(t, rdmap.AtomicFetchAdd, ar.Op)
+	require.Equal(t, ^uint64(0), ar.Args.CompareMask, "RFC 7306 §5.1.1: all ones on transmit")
+	resp := rdmap.AppendAtomicResponse(nil, 1, ar.ID+1, 5)
+	p.send(resp)
+	require.Equal(t, wantTerminate(rdmap.AtomicMalformed, resp[:ddp.UntaggedHeaderLen], len(resp), nil), p.terminate())
+	wc := s.wait(t)
+	require.Equal(t, uint64(4), wc.ID)
+	require.NotEqual(t, WCSuccess, wc.Status)
+	require.Zero(t, res.LoadUint64(0), "nothing placed from the bad response")
+}

@@ -213,3 +213,72 @@ func TestAtomic_RemoteAccessError(t *testing.T) {
 	require.Equal(t, rdmap.AtomicTargetAccessRights.Code(), te.Code)
 	require.Zero(t, target.LoadUint64(0))
 }
+
+// CmpSwap as a lock-free increment from goroutines on queue pairs of
+// their own toward one word (RFC 7306 §5.3): each success returns the
+// value it replaced, so the successes are 0..n-1, each once, and the word
+// ends at n.
+func TestAtomic_CmpSwapIncrements_Model(t *testing.T) {
+	checkLeaks(t)
+	const qps, each = 6, 25
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	spd := NewPD()
+	target, err := spd.Register(make([]byte, 64), LocalWrite|RemoteAtomic)
+	require.NoError(t, err)
+	ln, err := Listen(ctx, "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	var mu sync.Mutex
+	var won []uint64
+	var wg sync.WaitGroup
+	for i := 0; i < qps; i++ {
+		sqp, err := spd.NewQP(NewCQ(16), QPCaps{})
+		require.NoError(t, err)
+		errc := make(chan error, 1)
+		go func() { errc <- ln.Accept(ctx, sqp) }()
+		c := newEndpoint(t, QPCaps{})
+		require.NoError(t, c.qp.Connect(ctx, "tcp", ln.Addr().String()))
+		require.NoError(t, <-errc)
+		t.Cleanup(func() { c.qp.Close(); sqp.Close() })
+		res := c.register(t, 8, LocalWrite)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var guess uint64
+			var wcs [1]WorkCompletion
+			for done := 0; done < each; {
+				err := c.qp.PostSend(SendWR{Op: OpCmpSwap, Flags: Signaled, SGL: []SGE{res.SGE(0, 8)}, Remote: target.Remote(8), Atomic: CmpSwap(guess, guess+1)})
+				if err == nil {
+					_, err = c.cq.Wait(ctx, wcs[:])
+				}
+				if err == nil {
+					err = wcs[0].Err()
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				old := res.LoadUint64(0)
+				if old == guess {
+					mu.Lock()
+					won = append(won, old)
+					mu.Unlock()
+					done++
+					guess++
+				} else {
+					guess = old
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.False(t, t.Failed())
+	n := qps * each
+	require.Equal(t, uint64(n), target.LoadUint64(8))
+	sort.Slice(won, func(i, j int) bool { return won[i] < won[j] })
+	require.Len(t, won, n)
+	for i, v := range won {
+		require.Equal(t, uint64(i), v)
+	}
+}
