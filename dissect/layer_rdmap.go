@@ -125,6 +125,8 @@ func (r *RDMAP) SerializeTo(b gopacket.SerializeBuffer, opts gopacket.SerializeO
 		h = rdmap.AppendAtomicResponse(nil, 0, r.AtomicResponseID, r.AtomicOrig)[ddp.UntaggedHeaderLen:]
 	case rdmap.OpImmediate, rdmap.OpImmediateSE:
 		h = rdmap.AppendImmediate(nil, r.Op, 0, r.Immediate)[ddp.UntaggedHeaderLen:]
+	case rdmap.OpExtension:
+		h = r.Contents // the Flush extension's header, as received
 	case rdmap.OpTerminate:
 		if r.Terminate == nil {
 			return errors.New("dissect: Terminate layer without a Terminate")
