@@ -72,7 +72,7 @@ func (e *engine) blamedLocked(t *rdmap.Terminate) *sendWQE {
 		h := ddp.Tagged(t.DDPHeader)
 		for c := qp.sq.head; c != qp.sq.next; c++ {
 			w, _ := qp.sq.at(c)
-			if w.op == OpWrite && uint32(w.remote.STag) == h.STag() && h.TO() >= w.remote.TO && h.TO()-w.remote.TO <= uint64(w.length) {
+			if (w.op == OpWrite || w.op == OpWriteImm) && uint32(w.remote.STag) == h.STag() && h.TO() >= w.remote.TO && h.TO()-w.remote.TO <= uint64(w.length) {
 				return w
 			}
 		}
@@ -87,7 +87,7 @@ func (e *engine) blamedLocked(t *rdmap.Terminate) *sendWQE {
 		return read(func(o *orqEntry) bool { return o.msn == h.MSN() })
 	case rdmap.QNSend:
 		for c := qp.sq.head; c != qp.sq.next; c++ {
-			if w, _ := qp.sq.at(c); sendOps[w.op].rdma != 0 && w.op != OpWrite && w.msn == h.MSN() {
+			if w, _ := qp.sq.at(c); (sendOps[w.op].rdma != 0 || w.op == OpSendImm) && w.op != OpWrite && w.msn == h.MSN() {
 				return w
 			}
 		}

@@ -35,7 +35,7 @@ func (qp *QP) shutdown(abort bool) error {
 	qp.mu.Lock()
 	switch qp.state {
 	case stateIdle:
-		qp.flushLocked(ErrQPClosed)
+		qp.flushInErrorLocked(ErrQPClosed)
 		qp.setState(stateClosed, ErrQPClosed)
 		qp.mu.Unlock()
 	case stateConnecting:

@@ -128,16 +128,18 @@ func (qp *QP) completeRecvLocked(p *rxPending) error {
 	if err != nil {
 		return err
 	}
-	wc := WorkCompletion{ID: w.id, QPN: qp.qpn, Op: WCRecv, Flags: p.flags, ByteLen: uint32(p.msgLen), InvSTag: p.invSTag}
+	wc := WorkCompletion{ID: w.id, QPN: qp.qpn, Op: WCRecv, Flags: p.flags, ByteLen: uint32(p.msgLen), InvSTag: p.invSTag, Imm: p.imm}
 	qp.completeLocked(qp.rcq, &wc)
 	return nil
 }
 
-// flushLocked completes every outstanding work request with WCWRFlushErr
-// (or the status already recorded for it) once the engine has stopped.
-func (qp *QP) flushLocked(cause error) {
-	qp.sq.flush(WCWRFlushErr, cause, func(w *sendWQE, refs []sgeRef) { qp.finishSendLocked(w, refs) })
-	qp.recv.flush(func(w *recvWQE, _ []sgeRef) {
+// flushInErrorLocked completes every outstanding work request "flushed in
+// error", as verbs calls it (status WCWRFlushErr, or the status already
+// recorded for it), once the engine has stopped. Not to be confused with
+// the Flush extension (flush.go), which persists.
+func (qp *QP) flushInErrorLocked(cause error) {
+	qp.sq.flushInError(WCWRFlushErr, cause, func(w *sendWQE, refs []sgeRef) { qp.finishSendLocked(w, refs) })
+	qp.recv.flushInError(func(w *recvWQE, _ []sgeRef) {
 		qp.completeLocked(qp.rcq, &WorkCompletion{ID: w.id, QPN: qp.qpn, Status: WCWRFlushErr, Op: WCRecv, err: cause})
 	})
 }

@@ -32,9 +32,10 @@
 // completion. Without CRC the payload goes straight from the socket into
 // registered memory. The transmitter frames send-queue messages and Read
 // Responses into batched writevs; MSNs are assigned under the lock that
-// orders bytes onto the socket. Close ends both and flushes outstanding
-// work with WCWRFlushErr completions; so does a peer's FIN, reset or
-// Terminate, which QP.Done and QP.Err report even when no work is posted.
+// orders bytes onto the socket. Close ends both and completes outstanding
+// work flushed in error (WCWRFlushErr, verbs' name); so does a peer's FIN,
+// reset or Terminate, which QP.Done and QP.Err report even when no work is
+// posted.
 //
 // # Locks and ownership
 //
@@ -51,7 +52,9 @@
 //     stand-by set's tick or a waiter's hand-back wakes it, so that it is
 //     never woken by a waiter letting go of it.
 //   - The transmit token (a mutex): the FPDU writer, the message being
-//     segmented, the Send and Read Request MSNs. The transmitter goroutine
+//     segmented, the MSNs of every queue (Sends and Immediate Data on 0;
+//     Read, Atomic and Flush Requests on 1; Atomic and Flush Responses on
+//     3) and the Request IDs. The transmitter goroutine
 //     holds it, and so may a posting goroutine (inline sends, which never
 //     block), the receive token holder answering a Read Request, a
 //     goroutine releasing a Read or Flush Response its hooks held
@@ -136,4 +139,22 @@
 // that are not iwarp-go (siw may not yet be listening on the connection
 // when its Reply arrives). Two iwarp-go peers recognise each other in the
 // MPA private data and use 64 KiB FPDUs with no hold-back.
+//
+// # Extensions between iwarp-go peers
+//
+// The same private-data trailer carries the extensions each side accepts
+// (rdmap.Extensions); one is used when both declare it, and each of its
+// opcodes is an entry of the engine's opcode tables with its handlers.
+// The Flush extension (OpFlush, docs/rfc-notes/flush-extension.md) and RFC
+// 7306 (OpFetchAdd, OpCmpSwap on regions registered with RemoteAtomic;
+// OpWriteImm, OpSendImm and WCWithImm receive completions;
+// docs/rfc-notes/rfc7306.md) are the two. Toward other peers OpFlush
+// completes with ErrFlushUnsupported and the RFC 7306 operations fail at
+// post time with ErrRFC7306Unsupported; their opcodes arriving on a
+// connection that did not negotiate them end it with the Terminate of an
+// unknown opcode (0/2/0x06), as siw does. An atomic is carried out with
+// sync/atomic on the target word, so it is atomic against every other
+// atomic of the process on that word; an RDMA Write into the same word is
+// not (an aligned 8-byte Write is one store, a longer one may be seen in
+// part).
 package conn

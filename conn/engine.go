@@ -48,7 +48,7 @@ type engine struct {
 	c        net.Conn
 	res      *mpa.Result
 	peerIsGo bool
-	flushExt bool // both sides declared the Flush extension
+	ext      rdmap.Extensions // what both sides declared (peer.go)
 	mulpdu   int
 
 	rxMu sync.Mutex // the receive token
@@ -109,12 +109,12 @@ func newEngine(qp *QP, c net.Conn, res *mpa.Result, cfg *config, peer peerInfo) 
 		c:        c,
 		res:      res,
 		peerIsGo: peerIsGo,
-		flushExt: peer.flush(),
+		ext:      peer.extensions(),
 		drained:  make(chan struct{}),
 		resume:   make(chan struct{}, 1),
 	}
 	e.mulpdu = mulpduFor(c, cfg, peerIsGo, res.SendMarkers)
-	e.rx.init(c, res, e.flushExt)
+	e.rx.init(c, res, e.ext)
 	e.tx.init(c, res)
 	ord := int(res.ORD)
 	if !res.IRDORDKnown {
@@ -401,7 +401,7 @@ func (e *engine) finish() {
 	}
 	qp.mu.Lock()
 	e.releaseTxRegionsLocked()
-	qp.flushLocked(qp.err)
+	qp.flushInErrorLocked(qp.err)
 	err := qp.err
 	qp.mu.Unlock()
 	// Everything that reports the end happens before the queue pair is

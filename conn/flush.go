@@ -40,10 +40,7 @@ type FlushHooks interface {
 
 // FlushRelease answers a held Flush Request (FlushHooks). It is a small
 // value: copying it does not allocate.
-type FlushRelease struct {
-	e        *engine
-	ctr, gen uint32
-}
+type FlushRelease struct{ inboundRelease }
 
 // Release sends the Flush Response: persisted says the range is in the
 // persistence domain; err, a persist that failed (the response then says
@@ -52,21 +49,10 @@ type FlushRelease struct {
 // calling goroutine writes the response itself, without blocking (what
 // the socket does not take is left to the queue pair's transmitter).
 func (r FlushRelease) Release(persisted bool, err error) {
-	e := r.e
-	if e == nil {
-		return
-	}
-	qp := e.qp
-	qp.mu.Lock()
-	ent := e.irq.at(r.ctr)
-	if ent.gen != r.gen || ent.state != irqHeld || !ent.flush || qp.state >= stateError {
-		qp.mu.Unlock()
-		return
-	}
-	ent.status, ent.achieved = flushOutcome(ent.placement, persisted, err)
-	ent.state = irqReady
-	qp.mu.Unlock()
-	e.sendReleased()
+	// A failed persist is the response's status, not the stream's end.
+	r.release(reqFlush, nil, func(ent *irqEntry) {
+		ent.status, ent.achieved = flushOutcome(ent.placement, persisted, err)
+	})
 }
 
 // flushOutcome is the status and achieved placement of a response.
@@ -82,54 +68,20 @@ func flushOutcome(asked rdmap.Placement, persisted bool, err error) (rdmap.Flush
 	return rdmap.FlushNotDurable, rdmap.PlaceVisibility
 }
 
-// receiveExtension receives an OpExtension FPDU: the Flush extension's
-// messages. Called by receiveOne with the header peeked into rx.hdr.
-func (e *engine) receiveExtension(hb []byte, n int) error {
-	rx := &e.rx
-	x, err := rdmap.ParseExtension(hb, n)
-	if err != nil {
-		return err
+// rxExtension receives an OpExtension FPDU: the Flush extension's
+// messages, by type.
+func (e *engine) rxExtension(h *rdmap.Header, n int) error {
+	if h.Ext == rdmap.ExtFlushRequest {
+		return e.rxFlushRequest(h, n)
 	}
-	st := &e.qp.stats
-	st.fpdusRx[rdmap.OpExtension].Add(1)
-	st.bytesRx[rdmap.OpExtension].Add(uint64(n))
-	hdrLen := len(x.Bytes())
-	if err := rx.r.Discard(hdrLen); err != nil {
-		return err
-	}
-	rx.pend = rxPending{}
-	switch x.Type {
-	case rdmap.ExtFlushRequest:
-		err = e.rxFlushRequest(&x, n)
-	case rdmap.ExtFlushResponse:
-		err = e.rxFlushResponse(&x, n)
-	}
-	if err == nil {
-		err = rx.r.End()
-	}
-	if err != nil {
-		e.dropPending()
-		return err
-	}
-	if !rx.sawFPDU {
-		rx.sawFPDU = true
-		e.openTx()
-	}
-	e.active()
-	switch rx.pend.action {
-	case rxQueueFlush:
-		return e.commitQueueFlush()
-	case rxFlushDone:
-		return e.commitFlushDone()
-	}
-	return nil
+	return e.rxFlushResponse(h, n)
 }
 
-func (e *engine) rxFlushRequest(x *rdmap.ExtHeader, n int) error {
+func (e *engine) rxFlushRequest(h *rdmap.Header, n int) error {
 	rx := &e.rx
-	hdr := x.Bytes()
-	fr := x.FlushRequest()
-	if _, err := rx.uq.Receive(x.Untagged(), n, len(fr)); err != nil {
+	hdr := h.Bytes()
+	fr := h.FlushRequest()
+	if _, err := rx.uq.Receive(h.Untagged(), n, len(fr)); err != nil {
 		return err
 	}
 	qp := e.qp
@@ -151,13 +103,13 @@ func (e *engine) rxFlushRequest(x *rdmap.ExtHeader, n int) error {
 	if f != stag.OK {
 		return rdmap.NewError(conditionFor(useReadSource, f), hdr, n, fr)
 	}
-	ent := irqEntry{flush: true, region: r, srcOff: int(to - r.Base()), flushLen: length, flushID: fr.ID(), placement: fr.Placement()}
+	ent := irqEntry{kind: reqFlush, region: r, srcOff: int(to - r.Base()), flushLen: length, reqID: fr.ID(), placement: fr.Placement()}
 	copy(ent.req[:], hdr)
 	rx.pend = rxPending{action: rxQueueFlush, irq: ent}
 	return nil
 }
 
-func (e *engine) commitQueueFlush() error {
+func (e *engine) commitQueueFlush(*rdmap.Header, int) error {
 	qp := e.qp
 	p := &e.rx.pend
 	ent := p.irq
@@ -177,17 +129,17 @@ func (e *engine) commitQueueFlush() error {
 		return nil
 	}
 	if hooks != nil {
-		hooks.FlushRequested(qp, ent.srcOff, int(ent.flushLen), ent.placement&rdmap.PlacePersistence != 0, FlushRelease{e: e, ctr: ctr, gen: gen})
+		hooks.FlushRequested(qp, ent.srcOff, int(ent.flushLen), ent.placement&rdmap.PlacePersistence != 0, FlushRelease{inboundRelease{e: e, ctr: ctr, gen: gen}})
 	}
 	e.sendSoon()
 	return nil
 }
 
-func (e *engine) rxFlushResponse(x *rdmap.ExtHeader, n int) error {
+func (e *engine) rxFlushResponse(h *rdmap.Header, n int) error {
 	rx := &e.rx
-	hdr := x.Bytes()
-	resp := x.FlushResponse()
-	if _, err := rx.uq.Receive(x.Untagged(), n, len(resp)); err != nil {
+	hdr := h.Bytes()
+	resp := h.FlushResponse()
+	if _, err := rx.uq.Receive(h.Untagged(), n, len(resp)); err != nil {
 		return err
 	}
 	qp := e.qp
@@ -199,16 +151,16 @@ func (e *engine) rxFlushResponse(x *rdmap.ExtHeader, n int) error {
 	}
 	qp.mu.Unlock()
 	switch {
-	case !ok || !want.flush:
+	case !ok || want.kind != reqFlush:
 		return rdmap.NewError(rdmap.ReadRespUnexpected, hdr, n, nil)
-	case want.flushID != resp.ID():
+	case want.reqID != resp.ID():
 		return rdmap.NewError(rdmap.ReadReqMalformed, hdr, n, nil)
 	}
 	rx.pend = rxPending{action: rxFlushDone, flushResp: resp.Fields()}
 	return nil
 }
 
-func (e *engine) commitFlushDone() error {
+func (e *engine) commitFlushDone(*rdmap.Header, int) error {
 	qp := e.qp
 	f := e.rx.pend.flushResp
 	qp.mu.Lock()
@@ -234,7 +186,7 @@ func (e *engine) commitFlushDone() error {
 // startFlush frames an OpFlush as a Flush Request: one FPDU, QN 1, the next
 // MSN of queue 1, an ORD credit.
 func (e *engine) startFlush(_ *sendOpInfo, ctr uint32, w *sendWQE, _ []sgeRef) {
-	if !e.flushExt {
+	if e.ext&rdmap.ExtFlush == 0 {
 		w.status, w.err, w.done = WCLocQPOpErr, ErrFlushUnsupported, true
 		e.qp.completeSQLocked()
 		return
@@ -242,11 +194,11 @@ func (e *engine) startFlush(_ *sendOpInfo, ctr uint32, w *sendWQE, _ []sgeRef) {
 	tx := &e.tx
 	msn := tx.rreqMSN
 	tx.rreqMSN++
-	tx.flushID++
+	tx.reqID++
 	w.msn = msn
-	e.orq.push(orqEntry{sqCtr: ctr, msn: msn, flush: true, flushID: tx.flushID})
+	e.orq.push(orqEntry{sqCtr: ctr, msn: msn, kind: reqFlush, reqID: tx.reqID})
 	hdr := rdmap.AppendFlushRequest(tx.hdr[:0], msn, rdmap.FlushRequestFields{
-		ID:          tx.flushID,
+		ID:          tx.reqID,
 		STag:        uint32(w.remote.STag),
 		TO:          w.remote.TO,
 		Length:      w.flushLen,
@@ -266,10 +218,10 @@ func (e *engine) startFlush(_ *sendOpInfo, ctr uint32, w *sendWQE, _ []sgeRef) {
 // QP.mu held.
 func (e *engine) frameFlushResponseLocked(c uint32, ent *irqEntry) {
 	tx := &e.tx
-	hdr := rdmap.AppendFlushResponse(tx.hdr[:0], tx.flushMSN, rdmap.FlushResponseFields{
-		ID: ent.flushID, Status: ent.status, Achieved: ent.achieved,
+	hdr := rdmap.AppendFlushResponse(tx.hdr[:0], tx.qn3MSN, rdmap.FlushResponseFields{
+		ID: ent.reqID, Status: ent.status, Achieved: ent.achieved,
 	})
-	tx.flushMSN++
+	tx.qn3MSN++
 	e.qp.stats.countTx(rdmap.OpExtension, len(hdr))
 	// A header always fits an FPDU; a writer that refuses it is broken,
 	// which the next flush reports.

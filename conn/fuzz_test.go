@@ -54,7 +54,7 @@ func newFuzzTarget(tb testing.TB) (*fuzzTarget, *PD) {
 		}
 		return mr
 	}
-	ft.rw = reg(pd, region(0), LocalWrite|RemoteWrite|RemoteRead)
+	ft.rw = reg(pd, region(0), LocalWrite|RemoteWrite|RemoteRead|RemoteAtomic)
 	ft.ro = reg(pd, region(1), RemoteRead)
 	ft.recv = reg(pd, region(2), LocalWrite)
 	ft.other = reg(dev.NewPD(), region(3), LocalWrite|RemoteWrite)
@@ -129,6 +129,12 @@ func FuzzReceivePath(f *testing.F) {
 	f.Add(fuzzSeedMode(1|1<<1|1<<3, uTagged(rdmap.OpWrite, true, rw, 0, payload),
 		rdmap.AppendFlushRequest(nil, 1, rdmap.FlushRequestFields{ID: 1, STag: rw, Length: 16, Placement: rdmap.PlaceVisibility | rdmap.PlacePersistence})))
 	f.Add(fuzzSeedMode(1|1<<3, rdmap.AppendFlushResponse(nil, 1, rdmap.FlushResponseFields{ID: 1})))
+	// RFC 7306, negotiated through the same trailer.
+	f.Add(fuzzSeedMode(1|1<<3, rdmap.AppendAtomicRequest(nil, 1, rdmap.AtomicRequestFields{Op: rdmap.AtomicFetchAdd, ID: 1, STag: rw, TO: 8, Args: rdmap.AtomicArgs{AddSwap: 3}}),
+		rdmap.AppendAtomicRequest(nil, 2, rdmap.AtomicRequestFields{Op: rdmap.AtomicCmpSwap, ID: 2, STag: rw, TO: 8, Args: CmpSwap(3, 9)})))
+	f.Add(fuzzSeedMode(1|1<<3, rdmap.AppendImmediate(nil, rdmap.OpImmediate, 1, 5), rdmap.AppendImmediate(nil, rdmap.OpImmediateSE, 2, 6)))
+	f.Add(fuzzSeedMode(1|1<<3, rdmap.AppendAtomicResponse(nil, 1, 1, 1)))
+	f.Add(fuzzSeedMode(1, rdmap.AppendAtomicRequest(nil, 1, rdmap.AtomicRequestFields{STag: rw})))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 {

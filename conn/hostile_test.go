@@ -120,14 +120,18 @@ type rawPeer struct {
 	r   *mpa.Reader
 }
 
-func (s *hostileServer) dial(cfg mpa.Config) *rawPeer {
+func (s *hostileServer) dial(cfg mpa.Config) *rawPeer { return s.dialWith(cfg, nil) }
+
+// dialWith dials with the given private data (an iwarp-go trailer makes
+// the server use the extensions it declares).
+func (s *hostileServer) dialWith(cfg mpa.Config, pd []byte) *rawPeer {
 	s.t.Helper()
 	c, err := net.Dial("tcp", s.ln.Addr().String())
 	require.NoError(s.t, err)
 	s.t.Cleanup(func() { c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := mpa.Connect(ctx, c, &cfg, nil)
+	res, err := mpa.Connect(ctx, c, &cfg, pd)
 	require.NoError(s.t, err)
 	return &rawPeer{t: s.t, c: c, res: res, r: mpa.NewReader(c, mpa.ReaderConfig{CRC: res.CRC, Markers: res.RecvMarkers})}
 }
@@ -233,6 +237,7 @@ type hostileCase struct {
 	name string
 	cond rdmap.Condition
 	opts []Option // listener options
+	ext  bool     // the raw peer declares the extensions (an iwarp-go trailer)
 	// run drives the case and returns the offending ULPDU's DDP header,
 	// its segment length and (for Read Request source errors) the Read
 	// Request header, as the Terminate must attach them.
@@ -512,11 +517,15 @@ func (s *hostileServer) postRead(p *rawPeer) rdmap.ReadRequest {
 }
 
 func TestHostile_TerminateTable(t *testing.T) {
-	for _, hc := range hostileCases() {
+	for _, hc := range allHostileCases() {
 		t.Run(hc.name, func(t *testing.T) {
 			checkLeaks(t)
 			s := newHostileServer(t, hc.opts...)
-			p := s.dial(mpa.Config{IRD: 1, ORD: 1, RequestMarkers: false})
+			var trailer []byte
+			if hc.ext {
+				trailer = appendPeerTrailer(nil)
+			}
+			p := s.dialWith(mpa.Config{IRD: 1, ORD: 1, RequestMarkers: false}, trailer)
 			hdr, segLen, rr := hc.run(s, p)
 			got := p.terminate()
 			require.Equal(t, wantTerminate(hc.cond, hdr, segLen, rr), got, "Terminate ULPDU for %v", hc.cond)
@@ -556,7 +565,7 @@ func TestHostile_EveryConditionCovered(t *testing.T) {
 		rdmap.NoMatchingRTR:          "initiator side: TestHostile_InitiatorSetupTerminates",
 	}
 	covered := map[rdmap.Condition]bool{}
-	for _, hc := range hostileCases() {
+	for _, hc := range allHostileCases() {
 		covered[hc.cond] = true
 	}
 	for _, c := range rdmap.Conditions() {

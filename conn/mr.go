@@ -75,10 +75,7 @@ type RegionHooks interface {
 
 // ReadRelease lets a held Read Response go (RegionHooks.ReadRequested). It
 // is a small value: copying it does not allocate.
-type ReadRelease struct {
-	e        *engine
-	ctr, gen uint32
-}
+type ReadRelease struct{ inboundRelease }
 
 // Release sends the response, or, with a non-nil err, ends the connection
 // with a Terminate (RDMAP local catastrophic error) and err as the reason.
@@ -86,27 +83,7 @@ type ReadRelease struct {
 // When the connection's writer is free, the calling goroutine writes the
 // response itself, without blocking (what the socket does not take is left
 // to the queue pair's transmitter).
-func (r ReadRelease) Release(err error) {
-	e := r.e
-	if e == nil {
-		return
-	}
-	qp := e.qp
-	qp.mu.Lock()
-	ent := e.irq.at(r.ctr)
-	if ent.gen != r.gen || ent.state != irqHeld || qp.state >= stateError {
-		qp.mu.Unlock()
-		return
-	}
-	if err != nil {
-		qp.mu.Unlock()
-		e.failTerminate(fmt.Errorf("%w: %w", rdmap.NewError(rdmap.RDMAPLocalCatastrophic, nil, 0, nil), err))
-		return
-	}
-	ent.state = irqReady
-	qp.mu.Unlock()
-	e.sendReleased()
-}
+func (r ReadRelease) Release(err error) { r.release(reqRead, err, nil) }
 
 // Register registers buf with the given rights and returns a memory region
 // with a fresh STag. The region keeps buf alive; the program must not grow

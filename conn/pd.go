@@ -10,11 +10,15 @@ import (
 // every registration, as in verbs.
 type Access = stag.Access
 
-// The rights a region can grant. RemoteWrite requires LocalWrite.
+// The rights a region can grant. RemoteWrite and RemoteAtomic require
+// LocalWrite.
 const (
 	LocalWrite  = stag.LocalWrite
 	RemoteRead  = stag.RemoteRead
 	RemoteWrite = stag.RemoteWrite
+	// RemoteAtomic lets peers name the region's 8-byte aligned words as
+	// the targets of RFC 7306 atomics (OpFetchAdd, OpCmpSwap).
+	RemoteAtomic = stag.RemoteAtomic
 )
 
 // Device is one STag index space, like one RDMA device: STags are unique

@@ -20,9 +20,10 @@ const (
 	peerTrailerVersion = 1
 )
 
-// peerFlags are what this side declares in its trailer: it answers Flush
-// Requests (docs/rfc-notes/flush-extension.md).
-const peerFlags = rdmap.PeerFlagFlush
+// peerFlags are what this side declares in its trailer: the extensions it
+// accepts (rdmap.Extensions: the Flush extension,
+// docs/rfc-notes/flush-extension.md, and RFC 7306, docs/rfc-notes/rfc7306.md).
+const peerFlags = byte(rdmap.ExtFlush | rdmap.ExtRFC7306)
 
 func appendPeerTrailer(pd []byte) []byte {
 	out := make([]byte, 0, len(pd)+peerTrailerLen)
@@ -37,10 +38,15 @@ type peerInfo struct {
 	flags byte
 }
 
-// flush reports whether both sides declared the Flush extension: this side
-// always does in its trailer, and a peer's trailer comes back only when
-// this side sent one.
-func (p peerInfo) flush() bool { return p.isGo && p.flags&rdmap.PeerFlagFlush != 0 }
+// extensions returns the extensions both sides declared: this side
+// declares peerFlags in its trailer, and a peer's trailer comes back only
+// when this side sent one. Bits this side does not know are dropped.
+func (p peerInfo) extensions() rdmap.Extensions {
+	if !p.isGo {
+		return 0
+	}
+	return rdmap.Extensions(p.flags & peerFlags)
+}
 
 // splitPeerTrailer reports whether pd ends with an iwarp-go trailer and
 // returns the application's part.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/iwarp-go/iwarp-go/rdmap"
 	"github.com/iwarp-go/iwarp-go/stag"
 )
 
@@ -176,7 +177,7 @@ func (qp *QP) postSendLocked(wr *SendWR) error {
 			op = OpSendSE
 		case OpSendInv:
 			op = OpSendSEInv
-		case OpSendSE, OpSendSEInv:
+		case OpSendSE, OpSendSEInv, OpSendImm:
 		default:
 			return fmt.Errorf("%w: Solicited flag on %v", ErrInvalidWR, op)
 		}
@@ -184,8 +185,8 @@ func (qp *QP) postSendLocked(wr *SendWR) error {
 	if int(op) >= len(sendOps) {
 		return fmt.Errorf("%w: unknown operation %v", ErrInvalidWR, wr.Op)
 	}
-	if op == OpLocalInv && len(wr.SGL) != 0 {
-		return fmt.Errorf("%w: local invalidate takes no SGL", ErrInvalidWR)
+	if err := qp.checkOpLocked(op, wr); err != nil {
+		return err
 	}
 	if len(wr.SGL) > qp.caps.MaxSendSGE {
 		return fmt.Errorf("%w: %d SGEs, the queue pair takes %d", ErrInvalidWR, len(wr.SGL), qp.caps.MaxSendSGE)
@@ -212,6 +213,37 @@ func (qp *QP) postSendLocked(wr *SendWR) error {
 		remote:   wr.Remote,
 		invSTag:  wr.InvSTag,
 		flushLen: wr.FlushLength,
+		imm:      wr.Imm,
+		atomic:   wr.Atomic,
 	})
+	return nil
+}
+
+// checkOpLocked checks what a work request's operation asks of it, and
+// that the connected peer negotiated the operation's extension (before
+// connecting that is not known yet: the work request then fails when it
+// starts).
+func (qp *QP) checkOpLocked(op Op, wr *SendWR) error {
+	switch op {
+	case OpLocalInv:
+		if len(wr.SGL) != 0 {
+			return fmt.Errorf("%w: local invalidate takes no SGL", ErrInvalidWR)
+		}
+	case OpSendImm:
+		if len(wr.SGL) != 0 {
+			return fmt.Errorf("%w: %v takes no SGL (the immediate data is Imm)", ErrInvalidWR, op)
+		}
+	case OpFetchAdd, OpCmpSwap:
+		// RFC 7306 §5.2.1: the target is one 8-byte aligned word.
+		if len(wr.SGL) != 1 || wr.SGL[0].Length != rdmap.ImmediateDataLen {
+			return fmt.Errorf("%w: %v takes one 8-byte SGE for the original value", ErrInvalidWR, op)
+		}
+		if wr.Remote.TO%8 != 0 {
+			return fmt.Errorf("%w: %v target %#x is not 8-byte aligned", ErrInvalidWR, op, wr.Remote.TO)
+		}
+	}
+	if x := sendOps[op].ext; x == rdmap.ExtRFC7306 && qp.eng != nil && qp.eng.ext&x == 0 {
+		return fmt.Errorf("%w: %v", ErrRFC7306Unsupported, op)
+	}
 	return nil
 }

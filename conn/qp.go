@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/mpa"
+	"github.com/iwarp-go/iwarp-go/rdmap"
 )
 
 // Errors of posting and of queue-pair state.
@@ -248,7 +249,7 @@ func (qp *QP) PeerIsIwarpGo() bool {
 func (qp *QP) PeerFlushes() bool {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
-	return qp.eng != nil && qp.eng.flushExt
+	return qp.eng != nil && qp.eng.ext&rdmap.ExtFlush != 0
 }
 
 func (qp *QP) postableLocked() error {

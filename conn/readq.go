@@ -1,8 +1,21 @@
 package conn
 
 import (
+	"fmt"
+
 	"github.com/iwarp-go/iwarp-go/rdmap"
 	"github.com/iwarp-go/iwarp-go/stag"
+)
+
+// reqKind is the kind of a request on untagged queue 1 (RFC 5040 RDMA Read
+// Requests and the requests that share their queue, MSNs and IRD/ORD
+// credits), in either direction: what its response is.
+type reqKind uint8
+
+const (
+	reqRead   reqKind = iota // RDMA Read Request: an RDMA Read Response
+	reqFlush                 // Flush Request: a Flush Response on QN 3
+	reqAtomic                // RFC 7306 Atomic Request: an Atomic Response on QN 3
 )
 
 // orqEntry is an RDMA Read Request this side sent and whose response it
@@ -12,9 +25,9 @@ import (
 type orqEntry struct {
 	sqCtr    uint32 // send-queue counter of the Read work request
 	msn      uint32 // of its Read Request (QN 1)
-	flush    bool   // a Flush Request (its ID in flushID), not a Read
-	flushID  uint32
-	rtr      bool // an RFC 6581 Read RTR: no work request behind it
+	kind     reqKind
+	reqID    uint32 // a Flush or Atomic Request's ID
+	rtr      bool   // an RFC 6581 Read RTR: no work request behind it
 	sinkSTag uint32
 	sinkTO   uint64
 	size     uint32
@@ -65,17 +78,20 @@ const (
 	irqSending          // the transmit token holder is framing its response
 )
 
-// irqEntry is a peer's RDMA Read Request waiting for its response. It holds
+// irqEntry is a peer's request on queue 1 waiting for its response (an
+// RDMA Read Request, or a request sharing its queue and IRD). It holds
 // a remote reference on the region it reads (none for a zero-length Read),
 // dropped once the response's bytes have been written to the socket (or
 // the connection ended), so that invalidating the region can tell the
 // memory is still in use.
 type irqEntry struct {
 	state irqState
-	flush bool // a Flush Request: the response is a Flush Response
-	// A Flush Request's ID, the placement asked for, the range's length,
-	// and (once released) what its response reports.
-	flushID   uint32
+	kind  reqKind
+	// A Flush or Atomic Request's ID; a Flush Request's placement asked
+	// for, the range's length, and (once released) what its response
+	// reports; an Atomic Request's original value.
+	reqID     uint32
+	orig      uint64
 	placement rdmap.Placement
 	flushLen  uint64
 	status    rdmap.FlushStatus
@@ -90,6 +106,44 @@ type irqEntry struct {
 	// The request as received (DDP header and Read Request header), for a
 	// Terminate about it.
 	req [rdmap.ReadRequestHeaderLen]byte
+}
+
+// inboundRelease names a held entry of the inbound queue: what a region's
+// hooks are handed to let its response go (ReadRelease, FlushRelease).
+type inboundRelease struct {
+	e        *engine
+	ctr, gen uint32
+}
+
+// release lets the held entry go, once: outcome (if any) records what the
+// response says, under QP.mu; a non-nil fail ends the connection instead,
+// with a Terminate (RDMAP local catastrophic error) and fail as the reason.
+// A stale release (the entry answered, the connection ended) does nothing.
+// When the transmit token is free, the calling goroutine sends the
+// response itself, without blocking.
+func (r inboundRelease) release(kind reqKind, fail error, outcome func(*irqEntry)) {
+	e := r.e
+	if e == nil {
+		return
+	}
+	qp := e.qp
+	qp.mu.Lock()
+	ent := e.irq.at(r.ctr)
+	if ent.gen != r.gen || ent.state != irqHeld || ent.kind != kind || qp.state >= stateError {
+		qp.mu.Unlock()
+		return
+	}
+	if fail != nil {
+		qp.mu.Unlock()
+		e.failTerminate(fmt.Errorf("%w: %w", rdmap.NewError(rdmap.RDMAPLocalCatastrophic, nil, 0, nil), fail))
+		return
+	}
+	if outcome != nil {
+		outcome(ent)
+	}
+	ent.state = irqReady
+	qp.mu.Unlock()
+	e.sendReleased()
 }
 
 // inboundReads is the inbound read queue (IRQ), bounded by the IRD this

@@ -21,8 +21,8 @@ type recvSource interface {
 	// pop removes the receive next returned, once its message completed.
 	// It fails, changing nothing, when there is none.
 	pop() (recvWQE, error)
-	// flush removes every receive, handing each to complete.
-	flush(complete func(w *recvWQE, refs []sgeRef))
+	// flushInError removes every receive, handing each to complete.
+	flushInError(complete func(w *recvWQE, refs []sgeRef))
 }
 
 // errNoReceive is a pop that found nothing: the engine's bookkeeping went
@@ -73,7 +73,7 @@ func (q *recvQueue) pop() (recvWQE, error) {
 	return w, nil
 }
 
-func (q *recvQueue) flush(complete func(w *recvWQE, refs []sgeRef)) {
+func (q *recvQueue) flushInError(complete func(w *recvWQE, refs []sgeRef)) {
 	for q.len() > 0 {
 		i := q.pos(q.head)
 		complete(&q.wqe[i], q.sge.used(i, q.wqe[i].nsge))

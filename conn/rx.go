@@ -23,23 +23,23 @@ type rxState struct {
 	tr          ddp.TaggedReceiver
 	hdr         [rdmap.MaxHeaderLen]byte
 	term        [rdmap.MaxTerminateLen]byte
-	word        [8]byte      // an aligned 8-byte Write, stored after its CRC
-	h           rdmap.Header // the FPDU being received (handlers get a pointer)
-	flushExt    bool         // opcode 0xF carries the Flush extension
+	word        [8]byte          // an aligned 8-byte Write, stored after its CRC
+	h           rdmap.Header     // the FPDU being received (handlers get a pointer)
+	ext         rdmap.Extensions // negotiated: their opcodes are accepted
 	sawFPDU     bool
 	sendRTRWait bool   // a zero-length Send RTR must be the first FPDU
 	readGot     uint32 // bytes of the oldest outstanding Read's response placed
 	pend        rxPending
 }
 
-func (rx *rxState) init(c net.Conn, res *mpa.Result, flushExt bool) {
+func (rx *rxState) init(c net.Conn, res *mpa.Result, ext rdmap.Extensions) {
 	rx.r = mpa.NewReader(c, mpa.ReaderConfig{CRC: res.CRC, Markers: res.RecvMarkers, BufferSize: readerBuffer, ReleaseIdle: true, VerifyFirst: true})
 	queues := rdmap.NumQueues
-	if flushExt {
-		queues = int(rdmap.QNFlushResponse) + 1 // Flush Responses come on QN 3
+	if ext != 0 {
+		queues = int(rdmap.QNFlushResponse) + 1 // responses to QN 1's other requests come on QN 3
 	}
 	rx.uq = ddp.NewUntaggedQueues(queues)
-	rx.flushExt = flushExt
+	rx.ext = ext
 }
 
 // rxAction is what a received FPDU does once its CRC is verified.
@@ -51,8 +51,10 @@ const (
 	rxReadDone
 	rxQueueRead
 	rxTerminate
-	rxQueueFlush // committed by receiveExtension
+	rxQueueFlush
 	rxFlushDone
+	rxQueueAtomic
+	rxAtomicDone
 	numRxActions
 )
 
@@ -68,6 +70,9 @@ type rxPending struct {
 	term    *rdmap.TerminateError
 	// flushResp is a Flush Response received.
 	flushResp rdmap.FlushResponseFields
+	imm       uint64                    // of an Immediate Data message (WCWithImm)
+	orig      uint64                    // an Atomic Response's original value
+	atomic    rdmap.AtomicRequestFields // an Atomic Request to carry out
 
 	// A placement into a region with a remote reference (RDMA Write): the
 	// reference is dropped once the bytes are in place.
@@ -95,15 +100,24 @@ var rxTable = [16]rxHandler{
 	rdmap.OpSendSE:           (*engine).rxSend,
 	rdmap.OpSendSEInvalidate: (*engine).rxSend,
 	rdmap.OpTerminate:        (*engine).rxTerminate,
+	rdmap.OpImmediate:        (*engine).rxImmediate,
+	rdmap.OpImmediateSE:      (*engine).rxImmediate,
+	rdmap.OpAtomicRequest:    (*engine).rxAtomicRequest,
+	rdmap.OpAtomicResponse:   (*engine).rxAtomicResponse,
+	rdmap.OpExtension:        (*engine).rxExtension,
 }
 
 // commitTable carries out what a verified FPDU asked for, by action.
 var commitTable = [numRxActions]func(e *engine, h *rdmap.Header, n int) error{
-	rxNothing:   func(*engine, *rdmap.Header, int) error { return nil },
-	rxRecvDone:  (*engine).commitRecv,
-	rxReadDone:  (*engine).commitRead,
-	rxQueueRead: (*engine).commitQueueRead,
-	rxTerminate: (*engine).commitTerminate,
+	rxNothing:     func(*engine, *rdmap.Header, int) error { return nil },
+	rxRecvDone:    (*engine).commitRecv,
+	rxReadDone:    (*engine).commitRead,
+	rxQueueRead:   (*engine).commitQueueRead,
+	rxTerminate:   (*engine).commitTerminate,
+	rxQueueFlush:  (*engine).commitQueueFlush,
+	rxFlushDone:   (*engine).commitFlushDone,
+	rxQueueAtomic: (*engine).commitQueueAtomic,
+	rxAtomicDone:  (*engine).commitAtomicDone,
 }
 
 // errStop ends the receive role after a Terminate from the peer.
@@ -150,12 +164,10 @@ func (e *engine) receiveOne() error {
 		return err
 	}
 	hb := rx.hdr[:copy(rx.hdr[:], b)]
-	if rx.flushExt && rdmap.IsExtension(hb) {
-		return e.receiveExtension(hb, n)
-	}
 	// The header lives in rx, not on the stack: the handlers behind the
-	// table would make a local one escape, one allocation per FPDU.
-	rx.h, err = rdmap.Parse(hb, n)
+	// table would make a local one escape, one allocation per FPDU. The
+	// opcodes of extensions not negotiated fail here, as unknown ones.
+	rx.h, err = rdmap.ParseWith(hb, n, rx.ext)
 	if err != nil {
 		return err
 	}
@@ -358,7 +370,7 @@ func (e *engine) rxReadResponse(h *rdmap.Header, n int) error {
 	qp := e.qp
 	qp.mu.Lock()
 	ent, ok := e.orq.oldest()
-	if !ok || ent.flush {
+	if !ok || ent.kind != reqRead {
 		qp.mu.Unlock()
 		return rdmap.NewError(rdmap.ReadRespUnexpected, rx.hdr[:h.Len], n, nil)
 	}
@@ -531,7 +543,7 @@ func (e *engine) commitQueueRead(*rdmap.Header, int) error {
 		return nil
 	}
 	if hooks != nil {
-		hooks.ReadRequested(qp, ent.srcOff, len(ent.src), ReadRelease{e: e, ctr: ctr, gen: gen})
+		hooks.ReadRequested(qp, ent.srcOff, len(ent.src), ReadRelease{inboundRelease{e: e, ctr: ctr, gen: gen}})
 	}
 	e.sendSoon()
 	return nil

@@ -247,7 +247,7 @@ func (qp *QP) setupFailed(err error) error {
 	qp.setupConn, qp.setupCancel = nil, nil
 	qp.pd.dev.failedQP(qp)
 	qp.setState(stateError, cause)
-	qp.flushLocked(cause)
+	qp.flushInErrorLocked(cause)
 	qp.setState(stateClosed, cause)
 	qp.mu.Unlock()
 	qp.deliver()

@@ -50,7 +50,9 @@ type sendWQE struct {
 	invSTag  stag.STag
 	msn      uint32 // of a Send or Read Request, once framed
 	flushLen uint64
-	wcFlags  WCFlags // for its completion
+	imm      uint64     // OpWriteImm, OpSendImm
+	atomic   AtomicArgs // OpFetchAdd, OpCmpSwap
+	wcFlags  WCFlags    // for its completion
 	done     bool
 	status   WCStatus
 	err      error
@@ -119,8 +121,8 @@ func (q *sendQueue) popDone(complete func(w *sendWQE, refs []sgeRef)) {
 	}
 }
 
-// flush removes every work request; those not done get status and err.
-func (q *sendQueue) flush(status WCStatus, err error, complete func(w *sendWQE, refs []sgeRef)) {
+// flushInError removes every work request; those not done get status and err.
+func (q *sendQueue) flushInError(status WCStatus, err error, complete func(w *sendWQE, refs []sgeRef)) {
 	for q.head != q.tail {
 		w, refs := q.at(q.head)
 		if !w.done {

@@ -9,9 +9,10 @@ import (
 type remoteUse uint8
 
 const (
-	useWriteSink  remoteUse = iota // RDMA Write: place into the region
-	useReadSource                  // RDMA Read Request: read the region
-	useInvalidate                  // Send with Invalidate: invalidate it
+	useWriteSink    remoteUse = iota // RDMA Write: place into the region
+	useReadSource                    // RDMA Read Request: read the region
+	useInvalidate                    // Send with Invalidate: invalidate it
+	useAtomicTarget                  // RFC 7306 Atomic Request: change a word of it
 	numRemoteUses
 )
 
@@ -39,6 +40,14 @@ var failureConditions = [numRemoteUses][stag.CannotInvalidate + 1]rdmap.Conditio
 	useInvalidate: {
 		stag.CannotInvalidatePD: rdmap.SendInvProtection,
 		stag.CannotInvalidate:   rdmap.SendInvCannotInvalidate,
+	},
+	useAtomicTarget: {
+		stag.InvalidSTag:  rdmap.AtomicTargetInvalidSTag,
+		stag.Invalidated:  rdmap.AtomicTargetInvalidSTag,
+		stag.PDMismatch:   rdmap.AtomicTargetNotAssociated,
+		stag.AccessRights: rdmap.AtomicTargetAccessRights,
+		stag.BaseBounds:   rdmap.AtomicTargetBaseBounds,
+		stag.TOWrap:       rdmap.AtomicTargetTOWrap,
 	},
 }
 

@@ -35,8 +35,10 @@ type txState struct {
 	curX       *regionExt // the region a Read Response reads, for fault containment
 	sendMSN    uint32
 	rreqMSN    uint32
-	flushMSN   uint32 // of Flush Responses (QN 3)
-	flushID    uint32 // the last Flush Request ID used
+	qn3MSN     uint32 // of Flush and Atomic Responses (QN 3: one sequence)
+	reqID      uint32 // the last Flush or Atomic Request ID used
+	immAfter   bool   // the current RDMA Write ends with an Immediate Data message
+	imm        uint64
 	preferIRQ  bool
 	stage      bool     // the current message's payload is copied (stageFor)
 	sent       []uint32 // SQ counters of messages whose last FPDU awaits the flush
@@ -51,7 +53,7 @@ func (tx *txState) init(c net.Conn, res *mpa.Result) {
 	tx.w = mpa.NewWriter(c, mpa.WriterConfig{CRC: res.CRC, Markers: res.SendMarkers})
 	tx.segPayload = make([][]byte, 0, MaxSGE+1)
 	tx.pieces = make([][]byte, 0, MaxSGE)
-	tx.sendMSN, tx.rreqMSN, tx.flushMSN = 1, 1, 1
+	tx.sendMSN, tx.rreqMSN, tx.qn3MSN = 1, 1, 1
 	tx.sent = make([]uint32, 0, maxBatchFPDUs)
 }
 
@@ -59,6 +61,7 @@ func (tx *txState) init(c net.Conn, res *mpa.Result) {
 // yet written; it reports whether the stream stands at an FPDU boundary.
 func (tx *txState) abandon() bool {
 	tx.cur, tx.curX = txNone, nil
+	tx.immAfter = false
 	tx.sent = tx.sent[:0]
 	return tx.w.Abandon()
 }
@@ -258,7 +261,11 @@ func (e *engine) sqRunnableLocked() bool {
 	if w.flags&Fence != 0 && outstanding > 0 {
 		return false
 	}
-	return (w.op != OpRead && w.op != OpFlush) || !e.orq.full()
+	switch w.op {
+	case OpRead, OpFlush, OpFetchAdd, OpCmpSwap: // requests on QN 1
+		return !e.orq.full()
+	}
+	return true
 }
 
 func (e *engine) piecesOf(refs []sgeRef) [][]byte {
@@ -299,9 +306,15 @@ func (e *engine) startSend(op *sendOpInfo, ctr uint32, w *sendWQE, refs []sgeRef
 	e.startedSQ(ctr, w, err)
 }
 
-func (e *engine) startWrite(_ *sendOpInfo, ctr uint32, w *sendWQE, refs []sgeRef) {
+func (e *engine) startWrite(op *sendOpInfo, ctr uint32, w *sendWQE, refs []sgeRef) {
+	if !e.negotiated(op, w) {
+		return
+	}
 	e.tx.stage = e.stageFor(refs)
 	err := rdmap.StartWrite(&e.tx.seg, e.piecesOf(refs), e.mulpdu, uint32(w.remote.STag), w.remote.TO)
+	if err == nil && w.op == OpWriteImm {
+		e.tx.immAfter, e.tx.imm = true, w.imm
+	}
 	e.startedSQ(ctr, w, err)
 }
 
@@ -386,8 +399,12 @@ func (e *engine) startReadRequest(_ *sendOpInfo, ctr uint32, w *sendWQE, refs []
 // at once.
 func (e *engine) startResponseLocked() {
 	c, ent := e.irq.startNext()
-	if ent.flush {
+	switch ent.kind {
+	case reqFlush:
 		e.frameFlushResponseLocked(c, ent)
+		return
+	case reqAtomic:
+		e.frameAtomicResponseLocked(c, ent)
 		return
 	}
 	e.tx.pieces = append(e.tx.pieces[:0], ent.src)
@@ -463,6 +480,12 @@ func (e *engine) frameOne() error {
 			qp.mu.Unlock()
 			tx.curX = nil
 		} else {
+			if tx.immAfter {
+				tx.immAfter = false
+				if err := e.frameImmediate(rdmap.OpImmediate, tx.imm); err != nil {
+					return err
+				}
+			}
 			tx.sent = append(tx.sent, tx.curCtr)
 		}
 		tx.cur = txNone

@@ -92,6 +92,8 @@ const (
 	WCLocalInv
 	WCRecv
 	WCFlush
+	WCCompSwap // RFC 7306 CmpSwap
+	WCFetchAdd // RFC 7306 FetchAdd
 )
 
 func (o WCOpcode) String() string {
@@ -108,6 +110,10 @@ func (o WCOpcode) String() string {
 		return "recv"
 	case WCFlush:
 		return "flush"
+	case WCCompSwap:
+		return "comp-swap"
+	case WCFetchAdd:
+		return "fetch-add"
 	}
 	return fmt.Sprintf("WCOpcode(%d)", uint8(o))
 }
@@ -123,6 +129,9 @@ const (
 	// WCFlushPersistent: an OpFlush's range is persistent at the peer (it
 	// is visible whenever an OpFlush succeeds).
 	WCFlushPersistent
+	// WCWithImm: the receive was consumed by an RFC 7306 Immediate Data
+	// message (OpWriteImm, OpSendImm); its value is WorkCompletion.Imm.
+	WCWithImm
 )
 
 // WorkCompletion reports the end of one work request. It is a plain value:
@@ -136,7 +145,9 @@ type WorkCompletion struct {
 	ByteLen uint32
 	// InvSTag is the STag a received Send with Invalidate invalidated.
 	InvSTag uint32
-	err     error
+	// Imm is the immediate data of a receive completion with WCWithImm.
+	Imm uint64
+	err error
 }
 
 // Err returns nil for a successful completion, and otherwise a

@@ -1,6 +1,10 @@
 package conn
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/iwarp-go/iwarp-go/rdmap"
+)
 
 // Op is the operation of a send-queue work request.
 type Op uint8
@@ -34,6 +38,30 @@ const (
 	// Toward a peer without the extension it completes with WCLocQPOpErr
 	// (ErrFlushUnsupported); package pmemsink's Flush chooses for you.
 	OpFlush
+	// OpFetchAdd atomically adds Atomic.AddSwap to the 8-byte word at
+	// Remote (8-byte aligned, in a region the peer registered with
+	// RemoteAtomic), in the fields Atomic.AddSwapMask delimits (0: one
+	// 64-bit addition), and places the word's previous value into the
+	// SGL: one 8-byte SGE (RFC 7306 Atomic FetchAdd). Remote.TO must be
+	// 8-aligned. Between iwarp-go peers only (QP.PeerAtomics); toward
+	// any other peer PostSend fails with ErrRFC7306Unsupported.
+	OpFetchAdd
+	// OpCmpSwap atomically compares the word at Remote with
+	// Atomic.Compare in the bits of Atomic.CompareMask and, if equal
+	// there, replaces the bits of Atomic.AddSwapMask with Atomic.AddSwap;
+	// the previous value is placed into the SGL as for OpFetchAdd.
+	// FetchAdd and CmpSwap make the unmasked operations.
+	OpCmpSwap
+	// OpWriteImm is an RDMA Write followed by an RFC 7306 Immediate Data
+	// message carrying Imm: the peer's next receive completes with
+	// WCWithImm and Imm once the Write's bytes are placed.
+	OpWriteImm
+	// OpSendImm sends an Immediate Data message carrying Imm (with the
+	// Solicited flag, Immediate Data with Solicited Event): it takes no
+	// SGL and consumes the peer's next receive, which completes with
+	// WCWithImm, Imm and ByteLen 0. RFC 7306 has no Send that carries both
+	// data and an immediate value.
+	OpSendImm
 )
 
 func (o Op) String() string {
@@ -58,6 +86,19 @@ const (
 	// FlushRegion makes OpFlush name the whole region of Remote's STag.
 	FlushRegion
 )
+
+// AtomicArgs are the operands of OpFetchAdd and OpCmpSwap (RFC 7306
+// §5.2.1; rdmap.AtomicOp.Apply gives the arithmetic).
+type AtomicArgs = rdmap.AtomicArgs
+
+// FetchAdd returns the operands of an unmasked FetchAdd of add.
+func FetchAdd(add uint64) AtomicArgs { return AtomicArgs{AddSwap: add} }
+
+// CmpSwap returns the operands of an unmasked compare-and-swap: if the
+// word equals compare, it becomes swap.
+func CmpSwap(compare, swap uint64) AtomicArgs {
+	return AtomicArgs{AddSwap: swap, AddSwapMask: ^uint64(0), Compare: compare, CompareMask: ^uint64(0)}
+}
 
 // SGE names length bytes of a registered region, starting Offset bytes
 // into it. Work requests use SGEs to say where data comes from or goes to.
@@ -92,6 +133,10 @@ type SendWR struct {
 	InvSTag STag
 	// FlushLength is the length of the range an OpFlush names at Remote.
 	FlushLength uint64
+	// Imm is the immediate data of OpWriteImm and OpSendImm.
+	Imm uint64
+	// Atomic holds the operands of OpFetchAdd and OpCmpSwap.
+	Atomic AtomicArgs
 }
 
 // RecvWR is a receive-queue work request: a buffer for one incoming Send.

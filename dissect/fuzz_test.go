@@ -12,6 +12,7 @@ import (
 	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/iwarp-go/iwarp-go/mpa"
 	"github.com/iwarp-go/iwarp-go/pcaptap"
+	"github.com/iwarp-go/iwarp-go/rdmap"
 	"github.com/stretchr/testify/require"
 )
 
@@ -21,6 +22,10 @@ func ulpduSeeds(t testing.TB) [][]byte {
 		send(1, "hello"), sendInv(2, 0xabcd01, "x"), send(3, ""),
 		write(true, 0x100, 0x1000, pattern(40)), write(false, 1, 0, nil),
 		readReq(1), readResp(true, 0x1100, 0x7f0000001000, pattern(9)), term(t),
+		rdmap.AppendAtomicRequest(nil, 1, rdmap.AtomicRequestFields{Op: rdmap.AtomicCmpSwap, ID: 3, STag: 9, TO: 64, Args: rdmap.AtomicArgs{AddSwap: 1, AddSwapMask: ^uint64(0), CompareMask: ^uint64(0)}}),
+		rdmap.AppendAtomicResponse(nil, 1, 3, 77), rdmap.AppendImmediate(nil, rdmap.OpImmediateSE, 4, 5),
+		rdmap.AppendFlushRequest(nil, 2, rdmap.FlushRequestFields{ID: 1, STag: 9, Length: 8, Placement: rdmap.PlaceVisibility}),
+		rdmap.AppendFlushResponse(nil, 1, rdmap.FlushResponseFields{ID: 1}),
 	}
 }
 

@@ -23,9 +23,11 @@ import (
 //	parser := gopacket.NewDecodingLayerParser(dissect.LayerTypeMPA, &mpaLayer, &d, r)
 type RDMAP struct {
 	// Contents is what RDMAP adds after the DDP header: the 28-octet
-	// Read Request header, or a Terminate's control field and attached
-	// headers (the whole rest of its segment); empty for the other
-	// opcodes. Payload is the message data the segment carries.
+	// Read Request header, an RFC 7306 or Flush extension header, or a
+	// Terminate's control field and attached headers (the whole rest of
+	// its segment); empty for the other opcodes. Payload is the message
+	// data the segment carries. Every extension rdmap knows is decoded
+	// (rdmap.AllExtensions).
 	layers.BaseLayer
 	Op      rdmap.Opcode
 	Version uint8
@@ -37,6 +39,13 @@ type RDMAP struct {
 	// Terminate is the decoded Terminate, with both readings of its
 	// control field, when Op is OpTerminate; its slices alias the data.
 	Terminate *rdmap.ReceivedTerminate
+	// AtomicRequest holds an RFC 7306 Atomic Request header;
+	// AtomicResponseID and AtomicOrig an Atomic Response's; Immediate the
+	// data of an Immediate Data message.
+	AtomicRequest    rdmap.AtomicRequestFields
+	AtomicResponseID uint32
+	AtomicOrig       uint64
+	Immediate        uint64
 
 	ddp *DDP
 }
@@ -73,7 +82,7 @@ func (r *RDMAP) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 	if len(data) != len(seg)-dl || (len(data) > 0 && &data[0] != &seg[dl]) {
 		return fmt.Errorf("%w: the data is not the payload of the bound DDP layer", ErrNoDDP)
 	}
-	h, err := rdmap.Parse(seg, len(seg))
+	h, err := rdmap.ParseWith(seg, len(seg), rdmap.AllExtensions)
 	if err != nil {
 		return err
 	}
@@ -82,6 +91,12 @@ func (r *RDMAP) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 	switch h.Op {
 	case rdmap.OpReadRequest:
 		r.ReadRequest = h.ReadRequest().Fields()
+	case rdmap.OpAtomicRequest:
+		r.AtomicRequest = h.AtomicRequest().Fields()
+	case rdmap.OpAtomicResponse:
+		r.AtomicResponseID, r.AtomicOrig = h.AtomicResponse().ID(), h.AtomicResponse().Orig()
+	case rdmap.OpImmediate, rdmap.OpImmediateSE:
+		r.Immediate, _ = h.Immediate()
 	case rdmap.OpTerminate:
 		rt, err := rdmap.ParseTerminate(seg)
 		if err != nil {
@@ -96,13 +111,22 @@ func (r *RDMAP) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 }
 
 // SerializeTo prepends the octets RDMAP adds after the DDP header: the
-// Read Request header, or a Terminate re-encoded exactly as received.
+// Read Request header, an RFC 7306 header, or a Terminate re-encoded
+// exactly as received.
 // The opcode itself is the DDP layer's RsvdULP.
 func (r *RDMAP) SerializeTo(b gopacket.SerializeBuffer, opts gopacket.SerializeOptions) error {
 	var h []byte
 	switch r.Op {
 	case rdmap.OpReadRequest:
 		h = rdmap.AppendReadRequestBody(nil, r.ReadRequest)
+	case rdmap.OpAtomicRequest:
+		h = rdmap.AppendAtomicRequest(nil, 0, r.AtomicRequest)[ddp.UntaggedHeaderLen:]
+	case rdmap.OpAtomicResponse:
+		h = rdmap.AppendAtomicResponse(nil, 0, r.AtomicResponseID, r.AtomicOrig)[ddp.UntaggedHeaderLen:]
+	case rdmap.OpImmediate, rdmap.OpImmediateSE:
+		h = rdmap.AppendImmediate(nil, r.Op, 0, r.Immediate)[ddp.UntaggedHeaderLen:]
+	case rdmap.OpExtension:
+		h = r.Contents // the Flush extension's header, as received
 	case rdmap.OpTerminate:
 		if r.Terminate == nil {
 			return errors.New("dissect: Terminate layer without a Terminate")

@@ -220,7 +220,7 @@ func TestLayers_Errors(t *testing.T) {
 	require.Equal(t, termcode.DDPUntaggedVersion, de.Code)
 
 	opc := send(1, "x")
-	opc[1] = 0x48 // opcode 8
+	opc[1] = 0x4c // opcode 0xC: unassigned
 	require.NoError(t, d.DecodeFromBytes(opc, df))
 	err = dissect.NewRDMAP(&d).DecodeFromBytes(d.Payload, df)
 	c, ok := termcode.Of(err)

@@ -240,6 +240,10 @@ type FPDU struct {
 	InvalidateSTag *Hex32       `json:"invalidate_stag,omitempty"`
 	ReadRequest    *ReadRequest `json:"read_request,omitempty"`
 	Terminate      *Terminate   `json:"terminate,omitempty"`
+	// RFC 7306 (every extension rdmap knows is decoded).
+	AtomicRequest  *AtomicRequest  `json:"atomic_request,omitempty"`
+	AtomicResponse *AtomicResponse `json:"atomic_response,omitempty"`
+	Immediate      *Hex64          `json:"immediate,omitempty"`
 	// PayloadLen is the message data this segment carries.
 	PayloadLen int `json:"payload_len"`
 
@@ -263,6 +267,24 @@ type ReadRequest struct {
 	Size     uint32 `json:"size"`
 	SrcSTag  Hex32  `json:"src_stag"`
 	SrcTO    Hex64  `json:"src_to"`
+}
+
+// AtomicRequest is an RFC 7306 Atomic Request header (§5.2.1).
+type AtomicRequest struct {
+	Op          string `json:"op"` // "FetchAdd", "CmpSwap"
+	ID          uint32 `json:"id"`
+	STag        Hex32  `json:"stag"`
+	TO          Hex64  `json:"to"`
+	AddSwap     Hex64  `json:"add_swap"`
+	AddSwapMask Hex64  `json:"add_swap_mask"`
+	Compare     Hex64  `json:"compare"`
+	CompareMask Hex64  `json:"compare_mask"`
+}
+
+// AtomicResponse is an RFC 7306 Atomic Response header (§5.2.2).
+type AtomicResponse struct {
+	ID   uint32 `json:"id"`
+	Orig Hex64  `json:"orig"`
 }
 
 // Terminate is a Terminate message, decoded by rdmap.ParseTerminate.

@@ -311,10 +311,22 @@ func decodeHeader(f *FPDU, hdr []byte, n int) (rdmap.Header, bool) {
 		f.Error = "header not captured"
 		return rdmap.Header{}, false
 	}
-	h, err := rdmap.Parse(hdr, n)
+	h, err := rdmap.ParseWith(hdr, n, rdmap.AllExtensions)
 	if err != nil {
 		f.Error = describe(err)
 		return rdmap.Header{}, false
+	}
+	if ar := h.AtomicRequest(); ar != nil {
+		v := ar.Fields()
+		f.AtomicRequest = &AtomicRequest{Op: v.Op.String(), ID: v.ID, STag: Hex32(v.STag), TO: Hex64(v.TO),
+			AddSwap: Hex64(v.Args.AddSwap), AddSwapMask: Hex64(v.Args.AddSwapMask), Compare: Hex64(v.Args.Compare), CompareMask: Hex64(v.Args.CompareMask)}
+	}
+	if r := h.AtomicResponse(); r != nil {
+		f.AtomicResponse = &AtomicResponse{ID: r.ID(), Orig: Hex64(r.Orig())}
+	}
+	if v, ok := h.Immediate(); ok {
+		x := Hex64(v)
+		f.Immediate = &x
 	}
 	f.PayloadLen = h.PayloadLen
 	if h.Op.Invalidates() {

@@ -9,6 +9,7 @@ import (
 	"github.com/iwarp-go/iwarp-go/internal/capture"
 	"github.com/iwarp-go/iwarp-go/internal/testutil"
 	"github.com/iwarp-go/iwarp-go/mpa"
+	"github.com/iwarp-go/iwarp-go/rdmap"
 	"github.com/stretchr/testify/require"
 )
 
@@ -265,13 +266,13 @@ func TestStream_TruncatedAndHoles(t *testing.T) {
 // receive-side sequencing checks of package ddp flag what siw would refuse.
 func TestStream_HeaderErrorsAndReceiveChecks(t *testing.T) {
 	bogus := send(1, "x")
-	bogus[1] = 0x49 // RDMAP version 1, opcode 9: undefined here
+	bogus[1] = 0x4d // RDMAP version 1, opcode 0xD: unassigned
 	up, _ := fpdus(t, mpa.WriterConfig{}, send(1, "a"), send(3, "skips MSN 2"), bogus)
 	s := dissect.DecodeStreams(append(frame(t, mpa.KindRequest, 0, irdord, ""), up...), frame(t, mpa.KindReply, 0, irdord, ""))
 	require.Len(t, s.PDUs, 3)
 	require.Empty(t, s.PDUs[1].Error, "a well-formed header")
 	require.Contains(t, s.PDUs[2].Error, "(0/2/0x06)", "unexpected opcode")
-	require.Equal(t, uint8(9), s.PDUs[2].Opcode)
+	require.Equal(t, uint8(0xd), s.PDUs[2].Opcode)
 	require.Len(t, s.Notes, 1)
 	require.Contains(t, s.Notes[0].Text, "(1/2/0x03)", "MSN out of range")
 }
@@ -322,4 +323,60 @@ func TestStream_RFC5044_4_4_FPDUsAfterABadCRC(t *testing.T) {
 	require.Equal(t, "Send", s.PDUs[2].Op)
 	require.Equal(t, "RDMA Read Request", s.PDUs[3].Op)
 	require.Equal(t, 4, s.Directions[dissect.Up].FPDUs)
+}
+
+// RFC 7306 messages are decoded with their fields (dissect accepts every
+// extension rdmap knows): an Atomic Request and its Response, Immediate
+// Data with SE.
+func TestStream_RFC7306Messages(t *testing.T) {
+	req := rdmap.AppendAtomicRequest(nil, 1, rdmap.AtomicRequestFields{Op: rdmap.AtomicCmpSwap, ID: 7, STag: 0x1122, TO: 0x1000,
+		Args: rdmap.AtomicArgs{AddSwap: 5, AddSwapMask: ^uint64(0), Compare: 4, CompareMask: ^uint64(0)}})
+	imm := rdmap.AppendImmediate(nil, rdmap.OpImmediateSE, 1, 0xabcdef)
+	resp := rdmap.AppendAtomicResponse(nil, 1, 7, 4)
+	up, _ := fpdus(t, mpa.WriterConfig{}, req, imm)
+	down, _ := fpdus(t, mpa.WriterConfig{}, resp)
+	s := dissect.DecodeStreams(append(frame(t, mpa.KindRequest, 0, irdord, ""), up...), append(frame(t, mpa.KindReply, 0, irdord, ""), down...))
+	got := s.PDUs
+	require.Len(t, got, 3)
+	var ar, im, rs *dissect.FPDU
+	for _, f := range got {
+		require.Empty(t, f.Error, "%+v", f)
+		switch f.Op {
+		case "Atomic Request":
+			ar = f
+		case "Immediate Data with Solicited Event":
+			im = f
+		case "Atomic Response":
+			rs = f
+		}
+	}
+	require.NotNil(t, ar)
+	require.Equal(t, dissect.AtomicRequest{Op: "CmpSwap", ID: 7, STag: 0x1122, TO: 0x1000, AddSwap: 5, AddSwapMask: dissect.Hex64(^uint64(0)), Compare: 4, CompareMask: dissect.Hex64(^uint64(0))}, *ar.AtomicRequest)
+	require.NotNil(t, im)
+	require.Equal(t, dissect.Hex64(0xabcdef), *im.Immediate)
+	require.NotNil(t, rs)
+	require.Equal(t, dissect.AtomicResponse{ID: 7, Orig: 4}, *rs.AtomicResponse)
+}
+
+// A capture with RFC 7306 atomics (FetchAdd, CmpSwap and their responses)
+// and Immediate Data decodes as tshark decodes it, field by field (tshark
+// shows no field of Immediate Data but its opcode).
+func TestStream_RFC7306_Tshark(t *testing.T) {
+	fa := rdmap.AppendAtomicRequest(nil, 1, rdmap.AtomicRequestFields{Op: rdmap.AtomicFetchAdd, ID: 7, STag: 0x1122, TO: 0x1000, Args: rdmap.AtomicArgs{AddSwap: 5, CompareMask: ^uint64(0)}})
+	cs := rdmap.AppendAtomicRequest(nil, 2, rdmap.AtomicRequestFields{Op: rdmap.AtomicCmpSwap, ID: 8, STag: 0x1122, TO: 0x1008, Args: rdmap.AtomicArgs{AddSwap: 9, AddSwapMask: ^uint64(0), Compare: 3, CompareMask: ^uint64(0)}})
+	up, upEnds := fpdus(t, mpa.WriterConfig{CRC: true}, fa, cs, rdmap.AppendImmediate(nil, rdmap.OpImmediate, 1, 0x55))
+	down, downEnds := fpdus(t, mpa.WriterConfig{CRC: true}, rdmap.AppendAtomicResponse(nil, 1, 7, 42), rdmap.AppendAtomicResponse(nil, 2, 8, 3))
+	segs := []seg{
+		{capture.Up, frame(t, mpa.KindRequest, mpa.FlagCRC, irdord, "")},
+		{capture.Down, frame(t, mpa.KindReply, mpa.FlagCRC, irdord, "")},
+	}
+	segs = append(segs, chop(capture.Up, up, upEnds)...)
+	segs = append(segs, chop(capture.Down, down, downEnds)...)
+	ds := compareWithTshark(t, writeCapture(t, segs))
+	s := ds.Streams[0]
+	require.Len(t, s.PDUs, 5)
+	for _, p := range s.PDUs {
+		require.Empty(t, p.Error)
+		require.Equal(t, dissect.CRCGood, p.CRC)
+	}
 }

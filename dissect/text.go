@@ -167,6 +167,16 @@ func (f *FPDU) text() string {
 		fmt.Fprintf(&b, " sink 0x%08x@0x%x size %d source 0x%08x@0x%x",
 			uint32(rr.SinkSTag), uint64(rr.SinkTO), rr.Size, uint32(rr.SrcSTag), uint64(rr.SrcTO))
 	}
+	if a := f.AtomicRequest; a != nil {
+		fmt.Fprintf(&b, " %s id %d target 0x%08x@0x%x add/swap 0x%x mask 0x%x compare 0x%x mask 0x%x",
+			a.Op, a.ID, uint32(a.STag), uint64(a.TO), uint64(a.AddSwap), uint64(a.AddSwapMask), uint64(a.Compare), uint64(a.CompareMask))
+	}
+	if a := f.AtomicResponse; a != nil {
+		fmt.Fprintf(&b, " id %d original 0x%x", a.ID, uint64(a.Orig))
+	}
+	if v := f.Immediate; v != nil {
+		fmt.Fprintf(&b, " immediate 0x%x", uint64(*v))
+	}
 	fmt.Fprintf(&b, " · ULPDU %d", f.ULPDULength)
 	if f.PayloadLen > 0 {
 		fmt.Fprintf(&b, ", payload %d", f.PayloadLen)

@@ -50,6 +50,12 @@ var compared = []string{
 	"iwarp_rdma.version", "iwarp_rdma.opcode", "iwarp_rdma.inval_stag",
 	"iwarp_rdma.sinkstag", "iwarp_rdma.sinkto", "iwarp_rdma.rdmardsz", "iwarp_rdma.srcstag",
 	"iwarp_rdma.srcto", "iwarp_rdma.terminate",
+	// RFC 7306 (tshark decodes the atomics, not Immediate Data).
+	"iwarp_rdma.atomic.opcode", "iwarp_rdma.atomic.request_identifier", "iwarp_rdma.atomic.remote_stag",
+	"iwarp_rdma.atomic.remote_tagged_offset", "iwarp_rdma.atomic.add_data", "iwarp_rdma.atomic.add_mask",
+	"iwarp_rdma.atomic.swap_data", "iwarp_rdma.atomic.swap_mask", "iwarp_rdma.atomic.compare_data",
+	"iwarp_rdma.atomic.compare_mask", "iwarp_rdma.atomic.original_request_identifier",
+	"iwarp_rdma.atomic.original_remote_data_value",
 }
 
 // tsharkRecords renders tshark's PDUs. Byte fields compare by their octets,
@@ -176,6 +182,25 @@ func ourRecords(t *testing.T, d *dissect.Dissection) []record {
 			}
 			if tm := f.Terminate; tm != nil {
 				r.fields["iwarp_rdma.terminate"] = hex.EncodeToString(tm.Raw)
+			}
+			if a := f.AtomicRequest; a != nil {
+				const p = "iwarp_rdma.atomic."
+				op, data, mask := "0", "add_data", "add_mask"
+				if a.Op == "CmpSwap" {
+					op, data, mask = "2", "swap_data", "swap_mask"
+				}
+				r.fields[p+"opcode"] = op
+				r.fields[p+"request_identifier"] = fmt.Sprint(a.ID)
+				r.fields[p+"remote_stag"] = fmt.Sprint(uint32(a.STag))
+				r.fields[p+"remote_tagged_offset"] = fmt.Sprint(uint64(a.TO))
+				r.fields[p+data] = fmt.Sprint(uint64(a.AddSwap))
+				r.fields[p+mask] = fmt.Sprintf("0x%016x", uint64(a.AddSwapMask))
+				r.fields[p+"compare_data"] = fmt.Sprint(uint64(a.Compare))
+				r.fields[p+"compare_mask"] = fmt.Sprintf("0x%016x", uint64(a.CompareMask))
+			}
+			if a := f.AtomicResponse; a != nil {
+				r.fields["iwarp_rdma.atomic.original_request_identifier"] = fmt.Sprint(a.ID)
+				r.fields["iwarp_rdma.atomic.original_remote_data_value"] = fmt.Sprint(uint64(a.Orig))
 			}
 			all = append(all, keyed{r, f.Offset, f.Dir})
 		}

@@ -1,42 +1,23 @@
 package metrics
 
 import (
-	"strconv"
-
 	"github.com/iwarp-go/iwarp-go/conn"
 	"github.com/iwarp-go/iwarp-go/rdmap"
 	"github.com/iwarp-go/iwarp-go/termcode"
 )
 
-// opcodeLabels are the label values of the RDMAP opcodes RFC 5040 defines
-// (§4.1 table), short and stable: what a query names.
-var opcodeLabels = [...]string{
-	rdmap.OpWrite:            "write",
-	rdmap.OpReadRequest:      "read_request",
-	rdmap.OpReadResponse:     "read_response",
-	rdmap.OpSend:             "send",
-	rdmap.OpSendInvalidate:   "send_invalidate",
-	rdmap.OpSendSE:           "send_se",
-	rdmap.OpSendSEInvalidate: "send_se_invalidate",
-	rdmap.OpTerminate:        "terminate",
-}
+// DefinedOpcodes is the number of RFC 5040 opcodes (0 to
+// DefinedOpcodes-1, RFC 5040 §4.1). Exporters report these always, zero or
+// not, so that a rate over them starts from the first scrape; the others
+// (extension opcodes) only once they occur.
+const DefinedOpcodes = int(rdmap.OpTerminate) + 1
 
-// DefinedOpcodes is the number of opcodes with a name of their own
-// (0 to DefinedOpcodes-1). Exporters report these always, zero or not, so
-// that a rate over them starts from the first scrape; the others only once
-// they occur.
-const DefinedOpcodes = len(opcodeLabels)
-
-// OpcodeLabel returns the label of an RDMAP opcode: "write",
-// "read_request", "read_response", "send", "send_invalidate", "send_se",
-// "send_se_invalidate", "terminate", or "0x8" to "0xf" for the others.
-func OpcodeLabel(op rdmap.Opcode) string {
-	op &= 0x0f
-	if int(op) < len(opcodeLabels) {
-		return opcodeLabels[op]
-	}
-	return "0x" + strconv.FormatUint(uint64(op), 16)
-}
+// OpcodeLabel returns the label of an RDMAP opcode, rdmap.Opcode.Label:
+// "write", "read_request", "read_response", "send", "send_invalidate",
+// "send_se", "send_se_invalidate", "terminate", the label of an extension
+// opcode ("immediate", "immediate_se", "atomic_request",
+// "atomic_response", "extension" for 0xf), or "0xc" to "0xe".
+func OpcodeLabel(op rdmap.Opcode) string { return (op & 0x0f).Label() }
 
 // CodeLabel returns a Terminate code as the label exporters give it: four
 // hex digits, layer, error type and error code, e.g. "0x1100" for DDP

@@ -133,7 +133,7 @@ func TestSource_Terminates(t *testing.T) {
 
 func TestLabels(t *testing.T) {
 	want := []string{"write", "read_request", "read_response", "send", "send_invalidate", "send_se", "send_se_invalidate", "terminate",
-		"0x8", "0x9", "0xa", "0xb", "0xc", "0xd", "0xe", "0xf"}
+		"immediate", "immediate_se", "atomic_request", "atomic_response", "0xc", "0xd", "0xe", "extension"}
 	for op, w := range want {
 		require.Equal(t, w, metrics.OpcodeLabel(rdmap.Opcode(op)))
 	}

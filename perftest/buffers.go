@@ -49,6 +49,8 @@ func (s *session) setupBuffers() error {
 	case ReadBW, ReadLat:
 		// perftest adds remote write for Read tests over iWARP.
 		data |= conn.RemoteRead | conn.RemoteWrite
+	case AtomicBW, AtomicLat:
+		data |= conn.RemoteAtomic
 	}
 	for range s.qps {
 		buf := make([]byte, b.length)

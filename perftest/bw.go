@@ -40,13 +40,15 @@ func (s *session) bwClient(ctx context.Context, size int) (BWReport, error) {
 		op, what = conn.OpWrite, "an RDMA Write"
 	case ReadBW:
 		op, what = conn.OpRead, "an RDMA Read"
+	case AtomicBW:
+		op, what = st.atomicOp()
 	}
 	remote := make([]conn.RemoteAddr, n)
 	for i := range n {
 		d := s.proto.PeerDest(i)
 		remote[i] = conn.RemoteAddr{STag: stagOf(d.RKey), TO: d.VAddr}
 		sges[i] = s.bufs.data[i].SGE(0, size)
-		wrs[i] = conn.SendWR{ID: uint64(i), Op: op, SGL: sges[i : i+1]}
+		wrs[i] = conn.SendWR{ID: uint64(i), Op: op, SGL: sges[i : i+1], Atomic: st.atomicArgs()}
 	}
 	cqMod := uint64(st.cqMod)
 	signaled := func(k uint64) bool { return k%cqMod == cqMod-1 || (!duration && k == iters-1) }

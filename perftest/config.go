@@ -38,6 +38,9 @@ type Config struct {
 	// ReportGbits reports bandwidth in Gb/s instead of MB/s
 	// (--report_gbits).
 	ReportGbits bool
+	// Atomic is the operation of AtomicBW and AtomicLat (-A); their size
+	// is always 8 bytes.
+	Atomic AtomicType
 	// ConnOptions are added to every connection's setup options (the
 	// MPA CRC mode, say).
 	ConnOptions []conn.Option
@@ -89,6 +92,13 @@ func (c *Config) settings(role Role) (*settings, error) {
 		return bad("test %v", s.Test)
 	}
 	lat := s.Test.Latency()
+	if s.Test.verb() == verbAtomic {
+		// perftest's atomic tests move 8 bytes, whatever -s says.
+		if s.AllSizes {
+			return bad("-a with an atomic test (its size is %d bytes)", atomicSize)
+		}
+		s.Size = atomicSize
+	}
 	if s.Size == 0 {
 		s.Size = defSizeBW
 		if lat {
@@ -146,7 +156,7 @@ func (c *Config) settings(role Role) (*settings, error) {
 	}
 	s.cqMod = min(s.cqMod, s.txDepth)
 	s.outReads = 1
-	if s.Test.verb() == verbRead {
+	if s.Test.verb().oneSidedRead() {
 		s.outReads = defOutReads
 	}
 	// perftest's "WA for a bug when rx_depth is odd in SEND".
@@ -186,4 +196,25 @@ const cacheLineSize = 64
 func (s *settings) header(role Role, mtu int) *header {
 	return &header{test: s.Test, role: role, qps: s.QPs, txDepth: s.txDepth, rxDepth: s.rxDepth, cqMod: s.cqMod,
 		mtu: mtu, outReads: s.outReads, duration: s.Duration > 0, reportGbits: s.ReportGbits}
+}
+
+// atomicOp is the work request of the atomic tests, and how errors name it.
+func (s *settings) atomicOp() (conn.Op, string) {
+	if s.Atomic == CmpAndSwap {
+		return conn.OpCmpSwap, "a CmpSwap"
+	}
+	return conn.OpFetchAdd, "a FetchAdd"
+}
+
+// atomicArgs are the operands of the atomic tests: FetchAdd adds 1,
+// CmpSwap swaps 0 for 0 (the compare fails once the word is not 0, and
+// the operation is the same work either way).
+func (s *settings) atomicArgs() conn.AtomicArgs {
+	if s.Test.verb() != verbAtomic {
+		return conn.AtomicArgs{}
+	}
+	if s.Atomic == CmpAndSwap {
+		return conn.CmpSwap(0, 0)
+	}
+	return conn.FetchAdd(1)
 }

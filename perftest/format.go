@@ -58,7 +58,7 @@ func writeInfo(w io.Writer, h *header) {
 	}
 	fmt.Fprintf(&b, " Mtu             : %d[B]\n", h.mtu)
 	fmt.Fprintf(&b, " Link type       : Ethernet\n")
-	if h.test.verb() == verbRead {
+	if h.test.verb().oneSidedRead() {
 		fmt.Fprintf(&b, " Outstand reads  : %d\n", h.outReads)
 	} else {
 		fmt.Fprintf(&b, " Max inline data : 0[B]\n")

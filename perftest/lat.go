@@ -21,7 +21,7 @@ func (s *session) latency(ctx context.Context, size int) (LatReport, error) {
 		posted = make([]int64, 0, iters)
 	}
 	rtt := 2
-	if st.Test == ReadLat {
+	if st.Test == ReadLat || st.Test == AtomicLat {
 		rtt = 1
 	}
 	l := latRun{s: s, size: size, iters: iters, duration: duration, posted: posted}
@@ -29,7 +29,7 @@ func (s *session) latency(ctx context.Context, size int) (LatReport, error) {
 	switch st.Test {
 	case WriteLat:
 		err = l.write(ctx)
-	case ReadLat:
+	case ReadLat, AtomicLat:
 		err = l.read(ctx)
 	default:
 		err = l.send(ctx)
@@ -123,15 +123,21 @@ func (l *latRun) write(ctx context.Context) error {
 	return nil
 }
 
-// read is run_iter_lat: one RDMA Read at a time (the client only).
+// read is run_iter_lat: one RDMA Read (or atomic) at a time (the client
+// only).
 func (l *latRun) read(ctx context.Context) error {
 	s := l.s
 	d := s.proto.PeerDest(0)
 	wr := conn.SendWR{ID: 0, Op: conn.OpRead, Flags: conn.Signaled, SGL: []conn.SGE{s.bufs.data[0].SGE(0, l.size)},
 		Remote: conn.RemoteAddr{STag: stagOf(d.RKey), TO: d.VAddr}}
+	what := "RDMA Read"
+	if s.s.Test == AtomicLat {
+		wr.Op, what = s.s.atomicOp()
+		wr.Atomic = s.s.atomicArgs()
+	}
 	l.ph = newPhases(s.s, now())
 	for k := uint64(1); !l.over(k-1, l.iters); k++ {
-		if err := l.post(ctx, &wr, k, "RDMA Read"); err != nil {
+		if err := l.post(ctx, &wr, k, what); err != nil {
 			return err
 		}
 		if l.ph.sampling {

@@ -215,7 +215,7 @@ func script(t Test, r Role, qps int, sizes []int, all bool) []step {
 		}
 	}
 	switch t {
-	case WriteBW, ReadBW:
+	case WriteBW, ReadBW, AtomicBW:
 		// The dests, the dests again after printing them, and the
 		// "additional handshake after RTR". Only the client runs; the
 		// server waits in the handshake that follows the test.
@@ -250,7 +250,7 @@ func script(t Test, r Role, qps int, sizes []int, all bool) []step {
 		dests()
 		s = append(s, one)
 		runs() // no closing handshake
-	case ReadLat:
+	case ReadLat, AtomicLat:
 		s = append(s, one)
 		dests()
 		dests()

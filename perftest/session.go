@@ -152,7 +152,7 @@ func (s *session) run(ctx context.Context) (res []Result, err error) {
 		case StepRun:
 			err = s.measure(ctx, st.Size)
 		case StepEnd:
-			if s.role == Server && (s.s.Test == WriteBW || s.s.Test == ReadBW) {
+			if s.role == Server && (s.s.Test == WriteBW || s.s.Test == ReadBW || s.s.Test == AtomicBW) {
 				r := s.proto.PeerReport()
 				s.results = append(s.results, Result{BW: &r})
 				writeBWRow(s.out, &r, s.s.ReportGbits)
@@ -180,8 +180,8 @@ func (s *session) printTableHead() {
 		d := s.proto.PeerDest(i)
 		writeDest(s.out, "remote", &d)
 	}
-	if s.s.Test == ReadLat && s.role == Server {
-		return // the read_lat server measures nothing
+	if (s.s.Test == ReadLat || s.s.Test == AtomicLat) && s.role == Server {
+		return // the read_lat and atomic_lat servers measure nothing
 	}
 	writeResultHeader(s.out, s.s.Test, s.s.Duration > 0, s.s.ReportGbits)
 }
@@ -189,7 +189,7 @@ func (s *session) printTableHead() {
 // connOptions are the setup options of every connection of the run.
 func (s *session) connOptions(test bool) []conn.Option {
 	opts := append([]conn.Option(nil), s.s.ConnOptions...)
-	if test && s.s.Test.verb() == verbRead {
+	if test && s.s.Test.verb().oneSidedRead() {
 		// perftest's Read tests ask rdma_cm for out_reads (the device's
 		// maximum) Reads in flight both ways.
 		opts = append(opts, conn.WithIRDORD(s.s.outReads, s.s.outReads))

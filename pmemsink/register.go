@@ -69,8 +69,10 @@ func OnStop(f func()) RegisterOption { return func(o *regOptions) { o.onStop = f
 
 // Register registers n bytes of the sink from off (n = 0: to the end) in
 // pd with the given rights, for one connection (see Registration). The
-// region's rights are access plus LocalWrite when RemoteWrite is asked for,
-// as conn requires.
+// region's rights are access plus LocalWrite when RemoteWrite or
+// RemoteAtomic is asked for, as conn requires. An RFC 7306 atomic into the
+// region is reported like a Write (its 8 bytes are dirty), so a later
+// flush persists it.
 func (s *Sink) Register(pd *conn.PD, off, n uint64, access conn.Access, opts ...RegisterOption) (*Registration, error) {
 	size := uint64(s.info.Size)
 	if n == 0 && off < size {
@@ -82,7 +84,7 @@ func (s *Sink) Register(pd *conn.PD, off, n uint64, access conn.Access, opts ...
 	if err := s.checkRange(off, n); err != nil {
 		return nil, fmt.Errorf("pmemsink: register %s: %w", s.info.Path, err)
 	}
-	if access&conn.RemoteWrite != 0 {
+	if access&(conn.RemoteWrite|conn.RemoteAtomic) != 0 {
 		access |= conn.LocalWrite
 	}
 	var cfg regOptions

@@ -179,7 +179,8 @@ func (srv *Server) accept(ctx context.Context, req *conn.ConnRequest) (c *Server
 	}
 	access := conn.RemoteRead
 	if !srv.cfg.ReadOnly {
-		access |= conn.RemoteWrite
+		// Atomics (RFC 7306, iwarp-go initiators only) write too.
+		access |= conn.RemoteWrite | conn.RemoteAtomic
 	}
 	opts := []RegisterOption{OnStop(c.stop)}
 	if srv.cfg.obs != nil {

@@ -64,6 +64,18 @@ const (
 	InsufficientIRD      // 2/0/0x06
 	NoMatchingRTR        // 2/0/0x07
 
+	// RFC 7306 (rdmap/rfc7306.go). Its registry update adds no codes;
+	// these are the RFC 5040 codes of the nearest Read Request condition.
+	AtomicMalformed           // 0/2/0x07
+	AtomicMisaligned          // 0/2/0x07 the target is not 8-byte aligned
+	AtomicIRDExceeded         // 1/2/0x02
+	AtomicRespUnexpected      // 0/2/0x06
+	AtomicTargetInvalidSTag   // 0/1/0x00
+	AtomicTargetBaseBounds    // 0/1/0x01
+	AtomicTargetAccessRights  // 0/1/0x02
+	AtomicTargetNotAssociated // 0/1/0x03
+	AtomicTargetTOWrap        // 0/1/0x04
+
 	numConditions
 )
 
@@ -122,6 +134,16 @@ var condTable = [numConditions]condInfo{
 	MPALocalCatastrophic: {"MPALocalCatastrophic", termcode.MPALocalCatastrophic, false, false},
 	InsufficientIRD:      {"InsufficientIRD", termcode.MPAInsufficientIRD, false, false},
 	NoMatchingRTR:        {"NoMatchingRTR", termcode.MPANoMatchingRTR, false, false},
+
+	AtomicMalformed:           {"AtomicMalformed", termcode.RDMAPStreamCatastrophic, false, false},
+	AtomicMisaligned:          {"AtomicMisaligned", termcode.RDMAPStreamCatastrophic, false, false},
+	AtomicIRDExceeded:         {"AtomicIRDExceeded", termcode.DDPUntaggedNoBuffer, false, false},
+	AtomicRespUnexpected:      {"AtomicRespUnexpected", termcode.RDMAPUnexpectedOpcode, false, false},
+	AtomicTargetInvalidSTag:   {"AtomicTargetInvalidSTag", termcode.RDMAPInvalidSTag, false, false},
+	AtomicTargetBaseBounds:    {"AtomicTargetBaseBounds", termcode.RDMAPBaseBounds, false, false},
+	AtomicTargetAccessRights:  {"AtomicTargetAccessRights", termcode.RDMAPAccessRights, false, false},
+	AtomicTargetNotAssociated: {"AtomicTargetNotAssociated", termcode.RDMAPSTagNotAssociated, false, false},
+	AtomicTargetTOWrap:        {"AtomicTargetTOWrap", termcode.RDMAPTOWrap, false, false},
 }
 
 // Conditions returns every defined condition in table order.

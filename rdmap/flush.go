@@ -12,8 +12,8 @@ import (
 // Its messages travel under one RDMAP opcode, the one the IANA registry
 // reserves for experimental use, with an extension type in the first octet
 // of the RDMAP header. They are never sent to a peer that did not set
-// PeerFlagFlush in its private-data trailer; a peer that did not set it
-// answers them as [Parse] does, with Terminate 0/2/0x06.
+// PeerFlagFlush in its private-data trailer ([ExtFlush]); a peer that did
+// not set it answers them as [Parse] does, with Terminate 0/2/0x06.
 const (
 	// OpExtension is RDMAP opcode 0xF, "Reserved (Experimental)" in the
 	// IANA RDDP registry. 0x8–0xB belong to RFC 7306; 0xC–0xE are left
@@ -55,7 +55,7 @@ func (t ExtType) String() string {
 // header lengths of this package.
 const (
 	FlushRequestBodyLen    = 28
-	FlushRequestHeaderLen  = ddp.UntaggedHeaderLen + FlushRequestBodyLen // 46, = MaxHeaderLen
+	FlushRequestHeaderLen  = ddp.UntaggedHeaderLen + FlushRequestBodyLen // 46
 	FlushResponseBodyLen   = 8
 	FlushResponseHeaderLen = ddp.UntaggedHeaderLen + FlushResponseBodyLen // 26
 )
@@ -274,17 +274,16 @@ func (h *ExtHeader) FlushResponse() FlushResponse {
 }
 
 // IsExtension reports whether b (at least the DDP and RDMAP control
-// octets of a ULPDU) carries OpExtension in an untagged segment: the test
-// a receiver that negotiated the extension makes before [Parse], which
-// rejects the opcode.
+// octets of a ULPDU) carries OpExtension in an untagged segment.
 func IsExtension(b []byte) bool {
 	return len(b) >= 2 && !ddp.Control(b[0]).Tagged() && ControlOpcode(b[1]) == OpExtension
 }
 
 // ParseExtension classifies and checks an inbound OpExtension ULPDU of
 // length ulpduLen. b must hold its first min(ulpduLen, MaxHeaderLen) bytes.
-// Only a receiver that advertised PeerFlagFlush calls it; any other
-// receiver sends what Parse reports.
+// It is [ParseWith] with ExtFlush for a ULPDU known to carry OpExtension;
+// a receiver that negotiated ExtFlush calls ParseWith for every ULPDU
+// instead.
 //
 // Checks, in order, and the conditions they report:
 //   - the DDP checks of [Parse] (version, segment too short);
@@ -302,8 +301,7 @@ func IsExtension(b []byte) bool {
 // MSN sequencing and the region checks are the caller's. ParseExtension
 // does not allocate unless it returns an error.
 func ParseExtension(b []byte, ulpduLen int) (ExtHeader, error) {
-	c, err := ddp.CheckHeader(b, ulpduLen)
-	if err != nil {
+	if _, err := ddp.CheckHeader(b, ulpduLen); err != nil {
 		return ExtHeader{}, err
 	}
 	if ControlVersion(b[1]) != Version {
@@ -312,15 +310,22 @@ func ParseExtension(b []byte, ulpduLen int) (ExtHeader, error) {
 	if ControlOpcode(b[1]) != OpExtension {
 		return ExtHeader{}, NewError(UnexpectedOpcode, b, ulpduLen, nil)
 	}
-	if c.Tagged() {
-		return ExtHeader{}, NewError(TaggedFlagMismatch, b, ulpduLen, nil)
+	h, err := ParseWith(b, ulpduLen, ExtFlush)
+	if err != nil {
+		return ExtHeader{}, err
 	}
+	return ExtHeader{Type: h.Ext, MSN: h.Untagged().MSN(), b: h.b}, nil
+}
+
+// parseExtension checks the OpExtension ULPDU b (DDP checks, version,
+// opcode and T flag done) and returns its type and header length.
+func parseExtension(b []byte, ulpduLen int, c ddp.Control) (ExtType, int, error) {
 	const u = ddp.UntaggedHeaderLen
 	if ulpduLen <= u {
-		return ExtHeader{}, NewError(SegmentTooShort, b[:min(len(b), ulpduLen)], ulpduLen, nil)
+		return 0, 0, NewError(SegmentTooShort, b[:min(len(b), ulpduLen)], ulpduLen, nil)
 	}
 	if len(b) <= u {
-		return ExtHeader{}, ddp.ErrShortBuffer
+		return 0, 0, ddp.ErrShortBuffer
 	}
 	t := ExtType(b[u])
 	var n int
@@ -331,17 +336,17 @@ func ParseExtension(b []byte, ulpduLen int) (ExtHeader, error) {
 	case ExtFlushResponse:
 		n, qn = FlushResponseHeaderLen, QNFlushResponse
 	default:
-		return ExtHeader{}, NewError(UnexpectedOpcode, b, ulpduLen, nil)
+		return 0, 0, NewError(UnexpectedOpcode, b, ulpduLen, nil)
 	}
 	if ulpduLen < n {
-		return ExtHeader{}, NewError(SegmentTooShort, b[:min(len(b), ulpduLen)], ulpduLen, nil)
+		return 0, 0, NewError(SegmentTooShort, b[:min(len(b), ulpduLen)], ulpduLen, nil)
 	}
 	if len(b) < n {
-		return ExtHeader{}, ddp.ErrShortBuffer
+		return 0, 0, ddp.ErrShortBuffer
 	}
 	h := ddp.Untagged(b[:u])
 	if h.QN() != qn {
-		return ExtHeader{}, NewError(UntaggedInvalidQN, b, ulpduLen, nil)
+		return 0, 0, NewError(UntaggedInvalidQN, b, ulpduLen, nil)
 	}
 	malformed := ulpduLen != n || !c.Last() || h.MO() != 0 || h.RsvdULPWord() != 0
 	body := b[u:n]
@@ -353,7 +358,7 @@ func ParseExtension(b []byte, ulpduLen int) (ExtHeader, error) {
 		malformed = malformed || FlushResponse(body).Achieved()&^placeAll != 0
 	}
 	if malformed {
-		return ExtHeader{}, NewError(ReadReqMalformed, b, ulpduLen, nil)
+		return 0, 0, NewError(ReadReqMalformed, b, ulpduLen, nil)
 	}
-	return ExtHeader{Type: t, MSN: h.MSN(), b: b[:n]}, nil
+	return t, n, nil
 }

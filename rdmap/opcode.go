@@ -4,8 +4,9 @@ package rdmap
 // field (RFC 5040 §4.1; IANA RDDP "RDMAP Message Operation Codes").
 type Opcode uint8
 
-// RFC 5040 opcodes. RFC 7306 assigns 0x8–0xB; they are not defined here
-// yet and decode as unexpected.
+// RFC 5040 opcodes. The extension opcodes (OpExtension, and RFC 7306's
+// when they are added) are in the same table, marked with the extension a
+// receiver must have negotiated before it accepts them.
 const (
 	OpWrite            Opcode = 0x0
 	OpReadRequest      Opcode = 0x1
@@ -39,10 +40,10 @@ const (
 	// MaxTerminateLen is a Terminate carrying every optional field: the DDP
 	// Segment Length, an untagged DDP header and a Read Request header.
 	MaxTerminateLen = TerminateHeaderLen + 2 + 18 + ReadRequestBodyLen
-	// MaxHeaderLen is the longest fixed header of any opcode (Read
-	// Request); peek this many bytes (or the whole ULPDU if shorter) before
-	// calling Parse.
-	MaxHeaderLen = ReadRequestHeaderLen
+	// MaxHeaderLen is the longest fixed header of any opcode (RFC 7306's
+	// Atomic Request); peek this many bytes (or the whole ULPDU if
+	// shorter) before calling Parse.
+	MaxHeaderLen = AtomicRequestHeaderLen
 )
 
 // Version is the RDMAP version this package speaks (RFC 5040 §4.1: RV is
@@ -51,25 +52,36 @@ const Version = 1
 
 type opInfo struct {
 	name    string
+	label   string // short and stable: metrics labels, WC opcode names
 	defined bool
-	tagged  bool
-	qn      uint32
-	hdrLen  int
-	send    bool // a Send variant
-	inv     bool // carries an Invalidate STag
-	se      bool // solicited event
+	// ext is the extension that must be negotiated for the opcode to be
+	// accepted (0: RFC 5040, always).
+	ext    Extensions
+	tagged bool
+	qn     uint32
+	hdrLen int
+	send   bool // a Send variant
+	inv    bool // carries an Invalidate STag
+	se     bool // solicited event
 }
 
 // opTable is indexed by the 4-bit opcode so that extensions slot in.
 var opTable = [16]opInfo{
-	OpWrite:            {name: "RDMA Write", defined: true, tagged: true, hdrLen: WriteHeaderLen},
-	OpReadRequest:      {name: "RDMA Read Request", defined: true, qn: QNReadRequest, hdrLen: ReadRequestHeaderLen},
-	OpReadResponse:     {name: "RDMA Read Response", defined: true, tagged: true, hdrLen: ReadResponseHeaderLen},
-	OpSend:             {name: "Send", defined: true, qn: QNSend, hdrLen: SendHeaderLen, send: true},
-	OpSendInvalidate:   {name: "Send with Invalidate", defined: true, qn: QNSend, hdrLen: SendHeaderLen, send: true, inv: true},
-	OpSendSE:           {name: "Send with Solicited Event", defined: true, qn: QNSend, hdrLen: SendHeaderLen, send: true, se: true},
-	OpSendSEInvalidate: {name: "Send with Solicited Event and Invalidate", defined: true, qn: QNSend, hdrLen: SendHeaderLen, send: true, inv: true, se: true},
-	OpTerminate:        {name: "Terminate", defined: true, qn: QNTerminate, hdrLen: TerminateHeaderLen},
+	OpWrite:            {name: "RDMA Write", label: "write", defined: true, tagged: true, hdrLen: WriteHeaderLen},
+	OpReadRequest:      {name: "RDMA Read Request", label: "read_request", defined: true, qn: QNReadRequest, hdrLen: ReadRequestHeaderLen},
+	OpReadResponse:     {name: "RDMA Read Response", label: "read_response", defined: true, tagged: true, hdrLen: ReadResponseHeaderLen},
+	OpSend:             {name: "Send", label: "send", defined: true, qn: QNSend, hdrLen: SendHeaderLen, send: true},
+	OpSendInvalidate:   {name: "Send with Invalidate", label: "send_invalidate", defined: true, qn: QNSend, hdrLen: SendHeaderLen, send: true, inv: true},
+	OpSendSE:           {name: "Send with Solicited Event", label: "send_se", defined: true, qn: QNSend, hdrLen: SendHeaderLen, send: true, se: true},
+	OpSendSEInvalidate: {name: "Send with Solicited Event and Invalidate", label: "send_se_invalidate", defined: true, qn: QNSend, hdrLen: SendHeaderLen, send: true, inv: true, se: true},
+	OpTerminate:        {name: "Terminate", label: "terminate", defined: true, qn: QNTerminate, hdrLen: TerminateHeaderLen},
+	OpImmediate:        {name: "Immediate Data", label: "immediate", defined: true, ext: ExtRFC7306, qn: QNSend, hdrLen: ImmediateHeaderLen},
+	OpImmediateSE:      {name: "Immediate Data with Solicited Event", label: "immediate_se", defined: true, ext: ExtRFC7306, qn: QNSend, hdrLen: ImmediateHeaderLen, se: true},
+	OpAtomicRequest:    {name: "Atomic Request", label: "atomic_request", defined: true, ext: ExtRFC7306, qn: QNReadRequest, hdrLen: AtomicRequestHeaderLen},
+	OpAtomicResponse:   {name: "Atomic Response", label: "atomic_response", defined: true, ext: ExtRFC7306, qn: QNAtomicResponse, hdrLen: AtomicResponseHeaderLen},
+	// The header length of OpExtension depends on its type; this is the
+	// longest (a Flush Request), what a receiver peeks.
+	OpExtension: {name: "iwarp-go extension", label: "extension", defined: true, ext: ExtFlush, qn: QNReadRequest, hdrLen: FlushRequestHeaderLen},
 }
 
 func (op Opcode) info() *opInfo { return &opTable[op&0x0f] }
@@ -82,8 +94,28 @@ func (op Opcode) String() string {
 	return "opcode 0x" + hex2(uint8(op))
 }
 
-// Defined reports whether this package implements op.
+// Defined reports whether this package implements op, as part of RFC
+// 5040 or of an extension (see Extension).
 func (op Opcode) Defined() bool { return op < 16 && op.info().defined }
+
+// Extension returns the extension a connection must have negotiated for op
+// to be accepted, or 0 for an RFC 5040 opcode (and an undefined one).
+func (op Opcode) Extension() Extensions {
+	if !op.Defined() {
+		return 0
+	}
+	return op.info().ext
+}
+
+// Label returns a short, stable name of op ("write", "read_request", …,
+// "0x8" for an undefined opcode): the one spelling metrics labels and
+// completion opcodes derive from.
+func (op Opcode) Label() string {
+	if op.Defined() {
+		return op.info().label
+	}
+	return "0x" + hex2(uint8(op&0x0f))
+}
 
 // Tagged reports whether op travels in tagged DDP segments.
 func (op Opcode) Tagged() bool { return op.Defined() && op.info().tagged }

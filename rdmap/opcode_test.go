@@ -39,14 +39,46 @@ func TestOpcodes_RFC5040_4_1(t *testing.T) {
 		require.Equal(t, uint8(1), ControlVersion(MakeControl(tc.op)))
 		require.Equal(t, tc.op, ControlOpcode(MakeControl(tc.op)))
 	}
-	// RFC 7306 opcodes and the rest are not implemented yet.
-	for op := Opcode(8); op < 20; op++ {
+	for op := OpWrite; op <= OpTerminate; op++ {
+		require.Zero(t, op.Extension(), op)
+	}
+	// OpExtension is the Flush extension's.
+	require.True(t, OpExtension.Defined())
+	require.Equal(t, ExtFlush, OpExtension.Extension())
+	require.Equal(t, "extension", OpExtension.Label())
+	// RFC 7306 (IANA RDDP registry): 0x8–0xB, negotiated.
+	for _, tc := range []struct {
+		op     Opcode
+		name   string
+		qn     uint32
+		hdrLen int
+		se     bool
+	}{
+		{OpImmediate, "Immediate Data", 0, 26, false},
+		{OpImmediateSE, "Immediate Data with Solicited Event", 0, 26, true},
+		{OpAtomicRequest, "Atomic Request", 1, 70, false},
+		{OpAtomicResponse, "Atomic Response", 3, 30, false},
+	} {
+		require.True(t, tc.op.Defined(), tc.name)
+		require.Equal(t, ExtRFC7306, tc.op.Extension(), tc.name)
+		require.Equal(t, tc.name, tc.op.String())
+		require.Equal(t, tc.qn, tc.op.QN(), tc.name)
+		require.Equal(t, tc.hdrLen, tc.op.HeaderLen(), tc.name)
+		require.Equal(t, tc.se, tc.op.Solicited(), tc.name)
+		require.False(t, tc.op.Tagged(), tc.name)
+		require.False(t, tc.op.IsSend(), tc.name)
+	}
+	// The rest are not defined.
+	for op := Opcode(0xc); op < 20; op++ {
+		if op == OpExtension {
+			continue
+		}
 		require.False(t, op.Defined(), op)
 		require.False(t, op.Tagged())
 		require.False(t, op.IsSend())
 		require.Zero(t, op.HeaderLen())
 	}
-	require.Equal(t, "opcode 0x8", Opcode(8).String())
+	require.Equal(t, "opcode 0xc", Opcode(0xc).String())
 	require.Equal(t, "opcode 0x14", Opcode(20).String())
 }
 
@@ -58,7 +90,7 @@ func TestHeaderLengths_Pinned(t *testing.T) {
 	require.Equal(t, 46, ReadRequestHeaderLen)
 	require.Equal(t, 22, TerminateHeaderLen)
 	require.Equal(t, 70, MaxTerminateLen)
-	require.Equal(t, 46, MaxHeaderLen)
+	require.Equal(t, 70, MaxHeaderLen) // RFC 7306 Atomic Request
 	require.Equal(t, uint32(0), QNSend)
 	require.Equal(t, uint32(1), QNReadRequest)
 	require.Equal(t, uint32(2), QNTerminate)

@@ -5,7 +5,9 @@ import "github.com/iwarp-go/iwarp-go/ddp"
 // Header is the classified header of an inbound ULPDU. Its views alias the
 // bytes given to Parse.
 type Header struct {
-	Op   Opcode
+	Op Opcode
+	// Ext is the extension type of an OpExtension message, else 0.
+	Ext  ExtType
 	Last bool
 	// Len is the header length (DDP and RDMAP headers); the payload
 	// follows.
@@ -44,6 +46,24 @@ func (h *Header) ReadRequest() ReadRequest {
 	return ReadRequest(h.b[ddp.UntaggedHeaderLen:ReadRequestHeaderLen])
 }
 
+// FlushRequest returns the Flush Request header, or nil for another
+// message.
+func (h *Header) FlushRequest() FlushRequest {
+	if h.Op != OpExtension || h.Ext != ExtFlushRequest || h.b == nil {
+		return nil
+	}
+	return FlushRequest(h.b[ddp.UntaggedHeaderLen:FlushRequestHeaderLen])
+}
+
+// FlushResponse returns the Flush Response header, or nil for another
+// message.
+func (h *Header) FlushResponse() FlushResponse {
+	if h.Op != OpExtension || h.Ext != ExtFlushResponse || h.b == nil {
+		return nil
+	}
+	return FlushResponse(h.b[ddp.UntaggedHeaderLen:FlushResponseHeaderLen])
+}
+
 // InvalidateSTag returns the STag a Send with Invalidate asks to
 // invalidate, or 0 for any other opcode.
 func (h *Header) InvalidateSTag() uint32 {
@@ -62,12 +82,16 @@ func (h *Header) InvalidateSTag() uint32 {
 //   - DDP version (DDPVersionTagged / DDPVersionUntagged) and a ULPDU too
 //     short for the DDP header (SegmentTooShort), as *ddp.Error;
 //   - RDMAP version ≠ 1 (RDMAPVersion);
-//   - opcode not defined (UnexpectedOpcode);
+//   - opcode not defined, or of an extension not negotiated
+//     (UnexpectedOpcode);
 //   - T flag not the one the opcode uses (TaggedFlagMismatch): the segment
 //     belongs to the other buffer model, so the opcode is unexpected there;
 //   - ULPDU shorter than the opcode's header (SegmentTooShort);
 //   - QN not the opcode's queue (UntaggedInvalidQN), except for Terminate;
-//   - a Read Request that carries payload or lacks L (ReadReqMalformed).
+//   - a Read Request that carries payload or lacks L (ReadReqMalformed);
+//   - an RFC 7306 message that is not one whole segment of exactly its
+//     header with zero reserved fields, or an Atomic Request whose
+//     operation is not FetchAdd or CmpSwap (AtomicMalformed, 0/2/0x07).
 //
 // A Terminate that passes these is returned like any other header; decode
 // it with ParseTerminate, which is lenient about its QN, MSN and MO. MSN
@@ -75,7 +99,12 @@ func (h *Header) InvalidateSTag() uint32 {
 // STag checks that of the caller's regions.
 //
 // Parse does not allocate unless it returns an error.
-func Parse(b []byte, ulpduLen int) (Header, error) {
+func Parse(b []byte, ulpduLen int) (Header, error) { return ParseWith(b, ulpduLen, 0) }
+
+// ParseWith is Parse for a connection that negotiated the extensions ext:
+// their opcodes are accepted and checked too (OpExtension as
+// [ParseExtension] describes).
+func ParseWith(b []byte, ulpduLen int, ext Extensions) (Header, error) {
 	c, err := ddp.CheckHeader(b, ulpduLen)
 	if err != nil {
 		return Header{}, err
@@ -86,11 +115,18 @@ func Parse(b []byte, ulpduLen int) (Header, error) {
 		return Header{}, NewError(RDMAPVersion, b, ulpduLen, nil)
 	}
 	op := ControlOpcode(rc)
-	if !op.Defined() {
+	if !op.Defined() || op.Extension()&^ext != 0 {
 		return Header{}, NewError(UnexpectedOpcode, b, ulpduLen, nil)
 	}
 	if op.Tagged() != c.Tagged() {
 		return Header{}, NewError(TaggedFlagMismatch, b, ulpduLen, nil)
+	}
+	if op == OpExtension {
+		t, n, err := parseExtension(b, ulpduLen, c)
+		if err != nil {
+			return Header{}, err
+		}
+		return Header{Op: op, Ext: t, Last: true, Len: n, b: b[:n]}, nil
 	}
 	n := op.HeaderLen()
 	if ulpduLen < n {
@@ -105,6 +141,11 @@ func Parse(b []byte, ulpduLen int) (Header, error) {
 		}
 		if op == OpReadRequest && (ulpduLen != n || !c.Last()) {
 			return Header{}, NewError(ReadReqMalformed, b, ulpduLen, nil)
+		}
+		if op.Extension() == ExtRFC7306 {
+			if err := check7306(op, b, ulpduLen, n, c); err != nil {
+				return Header{}, err
+			}
 		}
 	}
 	return Header{Op: op, Last: c.Last(), Len: n, PayloadLen: ulpduLen - n, b: b[:n]}, nil

@@ -13,23 +13,24 @@ type Access uint8
 
 // The rights a region can grant.
 const (
-	LocalRead   Access = 1 << iota // source of local Sends and Writes
-	LocalWrite                     // sink of local Receives and Read Responses
-	RemoteRead                     // source of a peer's RDMA Read
-	RemoteWrite                    // sink of a peer's RDMA Write
+	LocalRead    Access = 1 << iota // source of local Sends and Writes
+	LocalWrite                      // sink of local Receives and Read Responses
+	RemoteRead                      // source of a peer's RDMA Read
+	RemoteWrite                     // sink of a peer's RDMA Write
+	RemoteAtomic                    // target of a peer's RFC 7306 Atomic Request
 
-	allAccess = LocalRead | LocalWrite | RemoteRead | RemoteWrite
+	allAccess = LocalRead | LocalWrite | RemoteRead | RemoteWrite | RemoteAtomic
 )
 
-var accessNames = [...]string{"LocalRead", "LocalWrite", "RemoteRead", "RemoteWrite"}
+var accessNames = [...]string{"LocalRead", "LocalWrite", "RemoteRead", "RemoteWrite", "RemoteAtomic"}
 
 // Has reports whether a grants every right in need.
 func (a Access) Has(need Access) bool { return a&need == need }
 
 // Validate reports whether a is a set of rights a region may be registered
-// with: known bits only, at least one right, and RemoteWrite only together
-// with LocalWrite (the verbs rule: memory the peer may change must be memory
-// the owner may change).
+// with: known bits only, at least one right, and RemoteWrite and
+// RemoteAtomic only together with LocalWrite (the verbs rule: memory the
+// peer may change must be memory the owner may change).
 func (a Access) Validate() error {
 	switch {
 	case a&^allAccess != 0:
@@ -38,6 +39,8 @@ func (a Access) Validate() error {
 		return fmt.Errorf("%w: no rights", ErrBadAccess)
 	case a.Has(RemoteWrite) && !a.Has(LocalWrite):
 		return fmt.Errorf("%w: RemoteWrite requires LocalWrite", ErrBadAccess)
+	case a.Has(RemoteAtomic) && !a.Has(LocalWrite):
+		return fmt.Errorf("%w: RemoteAtomic requires LocalWrite", ErrBadAccess)
 	}
 	return nil
 }

@@ -195,11 +195,11 @@ func TestLookup_Invalidated(t *testing.T) {
 func TestLookup_MissingEachRight(t *testing.T) {
 	tab := newTable(t)
 	pd := tab.NewPD()
-	for i, right := range []Access{LocalRead, LocalWrite, RemoteRead, RemoteWrite} {
+	for i, right := range []Access{LocalRead, LocalWrite, RemoteRead, RemoteWrite, RemoteAtomic} {
 		t.Run(accessNames[i], func(t *testing.T) {
 			a := allAccess &^ right
 			if right == LocalWrite {
-				a &^= RemoteWrite
+				a &^= RemoteWrite | RemoteAtomic
 			}
 			r := register(t, pd, make([]byte, 64), a, BaseZero())
 			_, f := pd.Lookup(r.STag(), 0, 8, right)
@@ -207,7 +207,7 @@ func TestLookup_MissingEachRight(t *testing.T) {
 			_, f = pd.CheckLocal(r, 0, 8, right)
 			require.Equal(t, AccessRights, f)
 			// Every right it does have passes.
-			for j := 0; j < 4; j++ {
+			for j := 0; j < len(accessNames); j++ {
 				if have := Access(1) << j; a.Has(have) {
 					_, f = pd.Lookup(r.STag(), 0, 8, have)
 					require.Equal(t, OK, f, "%v", have)

@@ -19,6 +19,8 @@ func perftestUsage(w io.Writer) {
 	fmt.Fprint(w, `usage: iwarp-peer perftest OP [options] [SERVER]
   OP is write_bw, read_bw, send_bw, write_lat, read_lat or send_lat; with SERVER
   this side is the client of a perftest server there, without it the server.
+  atomic_bw and atomic_lat (RFC 7306 atomics, 8 bytes) run between iwarp-go
+  peers only: Linux siw implements no atomics.
   Options are perftest's and mean what they mean there:
   -p, --port=<port>      listen on or connect to <port> (default 18515; a server's 0
                          picks a free one and prints it)
@@ -30,6 +32,7 @@ func perftestUsage(w io.Writer) {
   -t, --tx-depth=<dep>   work requests in flight (default 128 bw, 1 lat)
   -j, --source_ip=<ip>   the server's listening address (default any)
       --report_gbits     bandwidth in Gb/s instead of MB/s
+  -A, --atomic_type=<t>  FETCH_AND_ADD (default) or CMP_AND_SWAP, atomic tests
   -R, --rdma_cm          accepted: connections always use rdma_cm's way (iWARP)
   -F                     accepted: no CPU clock to check (Go's monotonic clock)
       --crc=off|preferred|required   MPA CRC (default off, as between two siw peers;
@@ -79,6 +82,12 @@ func runPerftest(ctx context.Context, args []string, std stdio) error {
 	f.BoolVar(&cfg.AllSizes, "a", false, "")
 	f.BoolVar(&cfg.AllSizes, "all", false, "")
 	f.BoolVar(&cfg.ReportGbits, "report_gbits", false, "")
+	for _, name := range []string{"A", "atomic_type"} {
+		f.Func(name, "", func(v string) (err error) {
+			cfg.Atomic, err = perftest.ParseAtomicType(v)
+			return err
+		})
+	}
 	f.StringVar(&bind, "j", "", "")
 	f.StringVar(&bind, "source_ip", "", "")
 	f.StringVar(&crc, "crc", "off", "")

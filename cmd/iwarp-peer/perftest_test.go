@@ -30,6 +30,26 @@ func TestPerftestCommand(t *testing.T) {
 	}
 }
 
+// atomic_lat with CMP_AND_SWAP between two iwarp-go processes (siw has
+// no atomics): the size is 8 bytes whatever -s says.
+func TestPerftestCommand_AtomicLat(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	srv := start("perftest", "atomic_lat", "-j", "127.0.0.1", "-p", port, "-A", "CMP_AND_SWAP", "-n", "50")
+	srv.waitFor(t, `Waiting for client to connect`)
+	code, out, errb := runCmd(context.Background(), "perftest", "atomic_lat", "127.0.0.1", "-p", port, "--atomic_type=CMP_AND_SWAP", "-n", "50", "-s", "64")
+	require.Equal(t, 0, code, errb)
+	require.Equal(t, 0, srv.exit(t), srv.stderr.String())
+	assert.Contains(t, out, "Atomic Latency Test")
+	assert.Contains(t, out, "t_typical[usec]")
+	assert.Contains(t, out, "\n 8       50   ")
+	code, _, errb = runCmd(context.Background(), "perftest", "atomic_bw", "-A", "SWAP")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errb, "atomic type")
+}
+
 func TestPerftestCommandMistakes(t *testing.T) {
 	ctx := context.Background()
 	code, out, _ := runCmd(ctx, "perftest", "-h")
