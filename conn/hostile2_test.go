@@ -108,11 +108,13 @@ func TestHostile_ErrorWhilePeerStoppedReading(t *testing.T) {
 			p := s.dial(mpa.Config{IRD: 1, ORD: 1})
 			p.c.(*net.TCPConn).SetReadBuffer(64 << 10)
 			p.send(uReadReq(1, 0, rdmap.ReadRequestFields{SinkSTag: 0x77, Size: 64 << 20, SrcSTag: uint32(big.STag()), SrcTO: big.Remote(0).TO}))
-			// Let the response fill both socket buffers, then offend.
+			// Let the response fill both socket buffers, then offend: a
+			// Terminate offered while the socket still takes bytes would
+			// be delivered, which is not the case under test.
 			for big.r.RemoteUses() == 0 {
 				time.Sleep(time.Millisecond)
 			}
-			time.Sleep(100 * time.Millisecond)
+			waitTxStalled(t, s.qp, rdmap.OpReadResponse)
 			p.send(uTagged(rdmap.OpWrite, true, 0xdead00, 0, []byte("no such STag")))
 			<-s.qp.Done()
 			returnsWithin(t, hangLimit, how, func() {
@@ -312,4 +314,27 @@ func TestPostAfterClose_SaysClosedOnce(t *testing.T) {
 	require.Equal(t, "iwarp: queue pair closed", err.Error())
 	err = client.qp.PostRecv(RecvWR{})
 	require.Equal(t, "iwarp: queue pair closed", err.Error())
+}
+
+// waitTxStalled returns once qp has framed no more bytes of op for a
+// quarter of a second, long after its transmitter was starved of a CPU
+// by anything but a socket that takes nothing (a fixed sleep was not
+// enough on a loaded machine: the response had not filled the buffers).
+func waitTxStalled(t *testing.T, qp *QP, op rdmap.Opcode) {
+	t.Helper()
+	const quiet = 250 * time.Millisecond
+	deadline := time.Now().Add(hangLimit)
+	last, since := qp.Stats().BytesSent[op], time.Now()
+	for time.Since(since) < quiet {
+		if time.Now().After(deadline) {
+			t.Fatalf("the transmitter still framed %v bytes after %v", op, hangLimit)
+		}
+		time.Sleep(10 * time.Millisecond)
+		if n := qp.Stats().BytesSent[op]; n != last {
+			last, since = n, time.Now()
+		}
+	}
+	if last == 0 {
+		t.Fatalf("no %v bytes framed", op)
+	}
 }
