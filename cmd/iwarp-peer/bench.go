@@ -47,6 +47,7 @@ type benchFlags struct {
 	cpuProfile                 string
 	metrics                    *metricshttp.Flags
 	limits                     *connflags.Limits
+	tls                        *connflags.TLS
 }
 
 func parseBench(args []string, std stdio) (*bench.Config, *benchFlags, error) {
@@ -73,7 +74,7 @@ func parseBench(args []string, std stdio) (*bench.Config, *benchFlags, error) {
 	f.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `file` (go tool pprof)")
 	f.BoolVar(&cfg.CompareTCP, "compare-tcp", false, "also run the same phases over raw Go TCP (with --loopback)")
 	b.metrics = f.metrics()
-	b.limits = f.limits()
+	b.limits, b.tls = f.limits(), f.tls()
 	if err := f.parse(args); err != nil {
 		return nil, nil, err
 	}
@@ -160,7 +161,11 @@ func runBench(ctx context.Context, args []string, std stdio) error {
 		return err
 	}
 	defer srv.Close()
-	cfg.Options = connlog.Options(ctx)
+	tlsOpts, err := b.tls.Options(!b.client) // a loopback run serves too
+	if err != nil {
+		return err
+	}
+	cfg.Options = append(tlsOpts, connlog.Options(ctx)...)
 	if b.server {
 		addr := b.addr
 		if addr == "" {
