@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/iwarp-go/iwarp-go/internal/bench"
 	"github.com/iwarp-go/iwarp-go/internal/connflags"
 	"github.com/iwarp-go/iwarp-go/internal/sinkpeer"
 )
@@ -30,4 +31,13 @@ func clientTLS(f *flags, t *connflags.TLS, p *sinkpeer.PeerConfig) error {
 	}
 	p.Options = append(p.Options, opts...)
 	return nil
+}
+
+// baseline names the bench's baseline rows: raw TCP, or raw TLS streams
+// when the run was inside TLS.
+func baseline(r *bench.Result) string {
+	if r.TLS {
+		return "raw TLS"
+	}
+	return "raw TCP"
 }
