@@ -136,4 +136,21 @@
 // that are not iwarp-go (siw may not yet be listening on the connection
 // when its Reply arrives). Two iwarp-go peers recognise each other in the
 // MPA private data and use 64 KiB FPDUs with no hold-back.
+//
+// # Inside TLS
+//
+// Between iwarp-go peers, WithTLS runs the connection inside crypto/tls:
+// the TLS handshake is the first step of setup and MPA, DDP and RDMAP run
+// unchanged inside the stream; QP.TLSState shows the peer's certificates.
+// It exists because RFC 5042 leaves protection of the stream to IPsec,
+// which few deployments run; siw and RDMA NICs speak iWARP over bare TCP
+// only. The MPA CRC is negotiated as without TLS (on by default, RFC 5044
+// §4.4); since TLS authenticates every byte, WithCRC(CRCOff) on both ends
+// is sound inside TLS and saves a CRC32c pass. The TLS stream has no
+// socket of its own to the library, so the socket-level fast paths
+// (readv, writev, a posting goroutine's non-blocking send, the buffer-free
+// idle wait) give way to the portable ones; socket options go to the TCP
+// connection beneath, a tap records the plaintext above TLS, and Close
+// closes TCP without a close_notify alert, whose write crypto/tls would
+// let a peer that stops reading hold up for five seconds.
 package conn

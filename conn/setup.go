@@ -56,7 +56,9 @@ func (qp *QP) Connect(ctx context.Context, network, addr string, opts ...Option)
 
 // Client runs connection setup as the MPA initiator over an established
 // connection c (any net.Conn: a TCP connection, a TLS connection, one end
-// of net.Pipe). The queue pair owns c from then on.
+// of net.Pipe). The queue pair owns c from then on. A *tls.Conn is taken
+// as WithTLS's own streams are (TLSState shows it, Close is bounded);
+// WithTLS instead runs the handshake on a TCP connection here.
 func (qp *QP) Client(ctx context.Context, c net.Conn, opts ...Option) error {
 	cfg, err := buildConfig(defaultConfig(), opts)
 	if err != nil {
