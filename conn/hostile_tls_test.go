@@ -221,3 +221,67 @@ func TestHostileTLS_PeerClosesMidRecord(t *testing.T) {
 		server.qp.Close()
 	})
 }
+
+// Right after the handshake: an initiator that completes TLS and then says
+// nothing, or resets the connection, is dropped by the listener within the
+// setup timeout (a bad request: TLS itself went fine).
+func TestHostileTLS_RightAfterTheHandshake(t *testing.T) {
+	for _, how := range []string{"silent", "reset"} {
+		t.Run(how, func(t *testing.T) {
+			checkLeaks(t)
+			ca := tlstest.NewCA(t, "test CA")
+			ln := tlsListener(t, ca)
+			raw, err := net.Dial("tcp", ln.Addr().String())
+			require.NoError(t, err)
+			defer raw.Close()
+			tc := tls.Client(raw, &tls.Config{RootCAs: ca.Pool, ServerName: "localhost", NextProtos: []string{"iwarp"}})
+			require.NoError(t, tc.Handshake())
+			if how == "reset" {
+				require.NoError(t, raw.(*net.TCPConn).SetLinger(0))
+				require.NoError(t, raw.Close())
+			} else {
+				closedByListener(t, raw)
+			}
+			require.Eventually(t, func() bool { return ln.Stats().BadRequests == 1 }, hangLimit, 5*time.Millisecond)
+			require.Zero(t, ln.Stats().TLSFailed)
+		})
+	}
+}
+
+// A connected TLS queue pair whose peer goes silent or resets: Close
+// returns (nothing is outstanding, so it need not wait for the peer), and
+// a reset ends the queue pair on its own.
+func TestHostileTLS_CloseAfterSetup(t *testing.T) {
+	for _, how := range []string{"silent", "reset"} {
+		t.Run(how, func(t *testing.T) {
+			checkLeaks(t)
+			ca := tlstest.NewCA(t, "test CA")
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			ln, err := Listen(ctx, "tcp", "127.0.0.1:0", WithTLS(ca.Server(t, "server", nil)))
+			require.NoError(t, err)
+			defer ln.Close()
+			server := newEndpoint(t, QPCaps{})
+			errc := make(chan error, 1)
+			go func() { errc <- ln.Accept(ctx, server.qp) }()
+			raw, err := net.Dial("tcp", ln.Addr().String())
+			require.NoError(t, err)
+			defer raw.Close()
+			tc := tls.Client(raw, &tls.Config{RootCAs: ca.Pool, ServerName: "localhost", NextProtos: []string{"iwarp"}})
+			_, err = mpa.Connect(ctx, tc, &mpa.Config{IRD: 1, ORD: 1}, nil)
+			require.NoError(t, err)
+			require.NoError(t, <-errc)
+			if how == "reset" {
+				require.NoError(t, raw.(*net.TCPConn).SetLinger(0))
+				require.NoError(t, raw.Close())
+				select {
+				case <-server.qp.Done():
+				case <-time.After(hangLimit):
+					t.Fatal("a reset did not end the queue pair")
+				}
+			}
+			returnsWithin(t, hangLimit, "Close", func() { server.qp.Close() })
+			<-server.qp.Done()
+		})
+	}
+}
