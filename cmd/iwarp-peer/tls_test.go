@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -52,4 +53,33 @@ func TestSink_PutGetOverTLS(t *testing.T) {
 
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, p.wait())
+}
+
+// bench inside TLS: the loopback run's baseline rows are raw crypto/tls
+// streams, and the table says so; perftest's server and client meet
+// inside TLS too.
+func TestBenchAndPerftest_OverTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "cmd CA")
+	caFile, cert, key := ca.Files(t, dir, "peer")
+	tlsArgs := []string{"--tls-cert", cert, "--tls-key", key, "--tls-ca", caFile}
+	ctx := context.Background()
+
+	code, out, errb := runCmd(ctx, append([]string{"bench", "--loopback", "--compare-tcp", "--op", "write", "--size", "64k", "--iters", "200", "--lat-iters", "50"}, tlsArgs...)...)
+	require.Equal(t, 0, code, errb)
+	require.Contains(t, out, "CRC off, inside TLS")
+	require.Regexp(t, `raw TLS\s+200\s+[0-9.]+ Gb/s`, out)
+	require.Contains(t, out, "iwarp-go / raw TLS:")
+	require.NotContains(t, out, "raw TCP")
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	srv := start(append([]string{"perftest", "send_lat", "-j", "127.0.0.1", "-p", port, "-s", "64", "-n", "50"}, tlsArgs...)...)
+	srv.waitFor(t, `Waiting for client to connect`)
+	code, out, errb = runCmd(ctx, append([]string{"perftest", "send_lat", "127.0.0.1", "-Rp", port, "-s", "64", "-n", "50", "-F"}, tlsArgs...)...)
+	require.Equal(t, 0, code, errb)
+	require.Equal(t, 0, srv.exit(t), srv.stderr.String())
+	require.Contains(t, out, "t_typical[usec]")
 }
