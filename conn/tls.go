@@ -112,34 +112,37 @@ const tlsRecord = 16 << 10
 // WriteBuffers is mpa.BuffersWriter: it hands crypto/tls full records'
 // worth of plaintext rather than each FPDU piece apart (a header, a
 // payload, a CRC), each of which would otherwise become a record of its
-// own with its own seal, tag and system call. Small pieces are copied
-// into a record-sized stage; long payloads go to tls.Conn.Write directly
-// in whole records, with only their head and tail staged.
+// own with its own seal, tag and system call.
 func (t *tlsConn) WriteBuffers(bufs [][]byte) (int64, error) {
 	if t.stage == nil {
 		t.stage = make([]byte, 0, tlsRecord)
 	}
-	st := t.stage[:0]
+	return writeRecords(t.Conn, t.stage, bufs)
+}
+
+// writeRecords writes bufs to w in pieces that are whole multiples of a
+// record, but for the last: small pieces are copied into stage (its
+// capacity a record), long payloads go to w directly in whole records,
+// with only their head and tail staged.
+func writeRecords(w io.Writer, stage []byte, bufs [][]byte) (int64, error) {
+	st := stage[:0]
 	var n int64
-	write := func(b []byte) error {
-		m, err := t.Conn.Write(b)
-		n += int64(m)
-		return err
-	}
 	for _, p := range bufs {
-		if len(st) > 0 || len(p) < tlsRecord {
+		if len(st) > 0 || len(p) < cap(st) {
 			k := copy(st[len(st):cap(st)], p)
 			st, p = st[:len(st)+k], p[k:]
 			if len(st) == cap(st) {
-				if err := write(st); err != nil {
+				m, err := w.Write(st)
+				if n += int64(m); err != nil {
 					return n, err
 				}
 				st = st[:0]
 			}
 		}
-		if len(p) >= tlsRecord {
-			k := len(p) &^ (tlsRecord - 1)
-			if err := write(p[:k]); err != nil {
+		if len(p) >= cap(st) {
+			k := len(p) - len(p)%cap(st)
+			m, err := w.Write(p[:k])
+			if n += int64(m); err != nil {
 				return n, err
 			}
 			p = p[k:]
@@ -147,9 +150,9 @@ func (t *tlsConn) WriteBuffers(bufs [][]byte) (int64, error) {
 		st = append(st, p...) // st is empty here, and p shorter than a record
 	}
 	if len(st) > 0 {
-		if err := write(st); err != nil {
-			return n, err
-		}
+		m, err := w.Write(st)
+		n += int64(m)
+		return n, err
 	}
 	return n, nil
 }
