@@ -306,3 +306,41 @@ func replyFor(cr *ConnRequest) ([]byte, error) {
 	}
 	return mpa.AppendFrame(nil, &reply)
 }
+
+// TLS handshakes hold a listener's handshake slots (WithMaxHandshakes): a
+// connection beyond them is closed at once, and a slot held by a stalled
+// handshake comes free when it fails. A TLS request nobody accepts ages
+// out (WithRequestTimeout) as a plain one does.
+func TestTLS_ListenerLimits(t *testing.T) {
+	checkLeaks(t)
+	ca := tlstest.NewCA(t, "test CA")
+	ln, err := Listen(context.Background(), "tcp", "127.0.0.1:0", WithTLS(ca.Server(t, "server", nil)),
+		WithMaxHandshakes(2), WithRequestTimeout(100*time.Millisecond))
+	require.NoError(t, err)
+	defer ln.Close()
+	var stalled []net.Conn
+	for i := range 2 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		defer c.Close()
+		_, err = c.Write([]byte{0x16, 0x03, 0x01, 0x01, 0x00}) // a ClientHello's record header, then nothing
+		require.NoError(t, err)
+		stalled = append(stalled, c)
+		eventually(t, "accepted", func() bool { return ln.Stats().Accepted == uint64(i+1) })
+	}
+	extra, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer extra.Close()
+	require.True(t, closedByPeer(extra, hangLimit))
+	require.Equal(t, uint64(1), ln.Stats().HandshakesRefused)
+
+	stalled[0].Close()
+	eventually(t, "the slot is free", func() bool { return ln.Stats().TLSFailed == 1 })
+	ep := newEndpoint(t, QPCaps{})
+	ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
+	defer cancel()
+	err = ep.qp.Connect(ctx, "tcp", ln.Addr().String(), WithTLS(ca.Client(t, "")))
+	require.Error(t, err, "nobody accepts: the request ages out and its connection is closed")
+	eventually(t, "expired", func() bool { return ln.Stats().Expired == 1 })
+	require.Equal(t, uint64(1), ln.Stats().HandshakesRefused)
+}
