@@ -50,8 +50,9 @@
 //     standing by takes the token back only with TryLock, when the
 //     stand-by set's tick or a waiter's hand-back wakes it, so that it is
 //     never woken by a waiter letting go of it.
-//   - The transmit token (a mutex): the FPDU writer, the message being
-//     segmented, the Send and Read Request MSNs. The transmitter goroutine
+//   - The transmit token (a mutex): the FPDU writer (inside TLS, with the
+//     record stage beneath it), the message being segmented, the Send and
+//     Read Request MSNs. The transmitter goroutine
 //     holds it, and so may a posting goroutine (inline sends, which never
 //     block), the receive token holder answering a Read Request, a
 //     goroutine releasing a Read or Flush Response its hooks held
