@@ -205,6 +205,11 @@ func BenchmarkPingPongWrite(b *testing.B) {
 // buf is the side's 8-byte buffer, peer the other side's.
 func pingPongBench(b *testing.B, post func(qp *QP, buf []SGE, peer RemoteAddr) error) {
 	client, server := benchPair(b)
+	pingPongOn(b, client, server, post)
+}
+
+// pingPongOn is pingPongBench on a pair already connected.
+func pingPongOn(b *testing.B, client, server *endpoint, post func(qp *QP, buf []SGE, peer RemoteAddr) error) {
 	cbuf := client.register(b, 8, LocalWrite|RemoteWrite)
 	sbuf := server.register(b, 8, LocalWrite|RemoteWrite)
 	ssgl, csgl := []SGE{sbuf.SGE(0, 8)}, []SGE{cbuf.SGE(0, 8)}

@@ -51,10 +51,11 @@
 //     standing by takes the token back only with TryLock, when the
 //     stand-by set's tick or a waiter's hand-back wakes it, so that it is
 //     never woken by a waiter letting go of it.
-//   - The transmit token (a mutex): the FPDU writer, the message being
-//     segmented, the MSNs of every queue (Sends and Immediate Data on 0;
-//     Read, Atomic and Flush Requests on 1; Atomic and Flush Responses on
-//     3) and the Request IDs. The transmitter goroutine
+//   - The transmit token (a mutex): the FPDU writer (inside TLS, with the
+//     record stage beneath it), the message being segmented, the MSNs of
+//     every queue (Sends and Immediate Data on 0; Read, Atomic and Flush
+//     Requests on 1; Atomic and Flush Responses on 3) and the Request IDs.
+//     The transmitter goroutine
 //     holds it, and so may a posting goroutine (inline sends, which never
 //     block), the receive token holder answering a Read Request, a
 //     goroutine releasing a Read or Flush Response its hooks held
@@ -157,4 +158,21 @@
 // atomic of the process on that word; an RDMA Write into the same word is
 // not (an aligned 8-byte Write is one store, a longer one may be seen in
 // part).
+//
+// # Inside TLS
+//
+// Between iwarp-go peers, WithTLS runs the connection inside crypto/tls:
+// the TLS handshake is the first step of setup and MPA, DDP and RDMAP run
+// unchanged inside the stream; QP.TLSState shows the peer's certificates.
+// It exists because RFC 5042 leaves protection of the stream to IPsec,
+// which few deployments run; siw and RDMA NICs speak iWARP over bare TCP
+// only. The MPA CRC is negotiated as without TLS (on by default, RFC 5044
+// §4.4); since TLS authenticates every byte, WithCRC(CRCOff) on both ends
+// is sound inside TLS and saves a CRC32c pass. The TLS stream has no
+// socket of its own to the library, so the socket-level fast paths
+// (readv, writev, a posting goroutine's non-blocking send, the buffer-free
+// idle wait) give way to the portable ones; socket options go to the TCP
+// connection beneath, a tap records the plaintext above TLS, and Close
+// closes TCP without a close_notify alert, whose write crypto/tls would
+// let a peer that stops reading hold up for five seconds.
 package conn

@@ -151,7 +151,8 @@ const (
 func mulpduFor(c net.Conn, cfg *config, peerIsGo, markers bool) int {
 	fpdu := cfg.maxFPDU
 	if fpdu == 0 {
-		if peerIsGo {
+		if peerIsGo || tlsOf(c) != nil {
+			// Inside TLS, FPDUs cannot line up with segments anyway.
 			fpdu = maxFPDU
 		} else if mss := tcpMSS(c); mss > 0 {
 			fpdu = mss &^ 7

@@ -57,6 +57,8 @@ type ListenerStats struct {
 	Dead              uint64 // queued requests whose initiator went away or spoke first
 	Expired           uint64 // queued requests older than the request timeout
 	Rejected          uint64 // requests the application rejected (ConnRequest.Reject)
+	TLSFailed         uint64 // WithTLS: no TLS handshake within the setup timeout, or a failed one
+	TLSRequired       uint64 // WithTLS: a plain MPA Request, rejected as needing TLS
 }
 
 // Stats returns the listener's counters.
@@ -191,7 +193,16 @@ func (l *Listener) handshake(c net.Conn) {
 	cr, err := serve(l.ctx, c, l.base)
 	<-l.sem // the Request is read: the handshake slot is free
 	if err != nil {
-		l.count(func(s *ListenerStats) { s.BadRequests++ })
+		l.count(func(s *ListenerStats) {
+			switch {
+			case errors.Is(err, ErrTLSHandshake):
+				s.TLSFailed++
+			case errors.Is(err, ErrTLSRequired):
+				s.TLSRequired++
+			default:
+				s.BadRequests++
+			}
+		})
 		l.log.refused(c.RemoteAddr(), err.Error())
 		c.Close()
 		return
@@ -279,14 +290,22 @@ func (cr *ConnRequest) take() bool {
 	return true
 }
 
-// serve reads the MPA Request on c.
+// serve reads the MPA Request on c, inside TLS with WithTLS; the setup
+// timeout bounds both.
 func serve(ctx context.Context, c net.Conn, cfg config) (*ConnRequest, error) {
 	if err := tuneSocket(c, &cfg); err != nil {
 		return nil, err
 	}
-	c = tapped(c, &cfg)
 	ctx, cancel := context.WithTimeout(ctx, cfg.setupTimeout)
 	defer cancel()
+	if cfg.tls != nil {
+		tc, err := serverTLS(ctx, c, &cfg)
+		if err != nil {
+			return nil, err
+		}
+		c = tc
+	}
+	c = tapped(c, &cfg)
 	req, err := mpa.ReadRequest(ctx, c, &cfg.mpa)
 	if err != nil {
 		return nil, fmt.Errorf("iwarp: reading the MPA request: %w", err)
@@ -378,7 +397,7 @@ func Server(ctx context.Context, c net.Conn, opts ...Option) (*ConnRequest, erro
 	if err != nil {
 		return nil, err
 	}
-	return serve(ctx, c, cfg)
+	return serve(ctx, adoptTLS(c), cfg)
 }
 
 // ConnRequest is a connection request (an MPA Request) waiting for the
@@ -427,6 +446,9 @@ func (r *ConnRequest) Accept(ctx context.Context, qp *QP, opts ...Option) error 
 		return ErrRequestUsed
 	}
 	cfg, err := buildConfig(r.cfg, opts)
+	if err == nil && cfg.tls != r.cfg.tls {
+		err = badOption("WithTLS on Accept: the TLS handshake comes before the request; give it to Listen or Server")
+	}
 	if err != nil {
 		r.c.Close()
 		return err

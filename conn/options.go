@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -71,6 +72,7 @@ type config struct {
 	firstFPDUDelay time.Duration // <0: automatic
 	responderFirst time.Duration // >0: a responder may send first after it
 	tap            Tap
+	tls            *tls.Config // WithTLS
 	noTrailer      bool
 	logger         *slog.Logger
 	idleTimeout    time.Duration

@@ -51,12 +51,14 @@ func (qp *QP) Connect(ctx context.Context, network, addr string, opts ...Option)
 		}
 		return qp.setupFailed(fmt.Errorf("iwarp: connect %s: %w", addr, err))
 	}
-	return qp.client(ctx, c, &cfg)
+	return qp.client(ctx, c, &cfg, hostOf(addr))
 }
 
 // Client runs connection setup as the MPA initiator over an established
 // connection c (any net.Conn: a TCP connection, a TLS connection, one end
-// of net.Pipe). The queue pair owns c from then on.
+// of net.Pipe). The queue pair owns c from then on. A *tls.Conn is taken
+// as WithTLS's own streams are (TLSState shows it, Close is bounded);
+// WithTLS instead runs the handshake on a TCP connection here.
 func (qp *QP) Client(ctx context.Context, c net.Conn, opts ...Option) error {
 	cfg, err := buildConfig(defaultConfig(), opts)
 	if err != nil {
@@ -67,13 +69,24 @@ func (qp *QP) Client(ctx context.Context, c net.Conn, opts ...Option) error {
 	if err := qp.beginSetup(cancel); err != nil {
 		return err
 	}
-	return qp.client(ctx, c, &cfg)
+	return qp.client(ctx, adoptTLS(c), &cfg, hostOf(addrString(c.RemoteAddr())))
 }
 
-func (qp *QP) client(ctx context.Context, c net.Conn, cfg *config) error {
+func (qp *QP) client(ctx context.Context, c net.Conn, cfg *config, host string) error {
 	if err := tuneSocket(c, cfg); err != nil {
 		c.Close()
 		return qp.setupFailed(err)
+	}
+	if cfg.tls != nil {
+		if !qp.setSetupConn(c) {
+			c.Close()
+			return qp.setupFailed(ErrQPClosed)
+		}
+		tc, err := clientTLS(ctx, c, cfg.tls, host)
+		if err != nil {
+			return qp.setupFailed(err)
+		}
+		c = tc
 	}
 	c = tapped(c, cfg)
 	if !qp.setSetupConn(c) {
@@ -108,6 +121,12 @@ func (qp *QP) client(ctx context.Context, c net.Conn, cfg *config) error {
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return qp.setupFailed(fmt.Errorf("iwarp: connection setup: no MPA Reply from %s within %v: %w", addrString(c.RemoteAddr()), qp.setupElapsed(), err))
+		}
+		if terr := tlsRejected(err, addrString(c.RemoteAddr())); terr != nil {
+			return qp.setupFailed(terr)
+		}
+		if tlsOf(c) != nil {
+			return qp.setupFailed(fmt.Errorf("iwarp: connection setup inside TLS: %w", err))
 		}
 		return qp.setupFailed(fmt.Errorf("iwarp: connection setup: %w", err))
 	}
@@ -255,7 +274,9 @@ func (qp *QP) setupFailed(err error) error {
 }
 
 // tapped wraps c in the configured tap. Socket options and the MSS are read
-// from the TCP connection underneath, so tuning happens before.
+// from the TCP connection underneath, so tuning happens before. A tap sits
+// above TLS: it records the plaintext iWARP stream, which is what the
+// dissectors read.
 func tapped(c net.Conn, cfg *config) net.Conn {
 	if cfg.tap == nil {
 		return c
@@ -269,10 +290,14 @@ type tapConn struct {
 	raw net.Conn
 }
 
-// rawConn returns the connection underneath any tap.
+// rawConn returns the connection underneath any tap and TLS stream: the
+// TCP connection, for socket options.
 func rawConn(c net.Conn) net.Conn {
 	if t, ok := c.(*tapConn); ok {
-		return t.raw
+		c = t.raw
+	}
+	if t, ok := c.(*tlsConn); ok {
+		c = t.raw
 	}
 	return c
 }

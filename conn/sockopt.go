@@ -30,10 +30,11 @@ func tcpMSS(c net.Conn) int {
 	return mss
 }
 
-// tuneSocket applies the TCP options of cfg. TCP_NODELAY is Go's default
-// for TCP connections and stays on: the transmitter batches FPDUs itself.
+// tuneSocket applies the TCP options of cfg, to the TCP connection beneath
+// a TLS stream too. TCP_NODELAY is Go's default for TCP connections and
+// stays on: the transmitter batches FPDUs itself.
 func tuneSocket(c net.Conn, cfg *config) error {
-	tc, ok := c.(*net.TCPConn)
+	tc, ok := rawConn(c).(*net.TCPConn)
 	if !ok {
 		return nil
 	}

@@ -34,6 +34,7 @@ type WriterConfig struct {
 // concurrent use.
 type Writer struct {
 	w   io.Writer
+	bw  BuffersWriter // w, when it takes a batch at once
 	cfg WriterConfig
 
 	bufs net.Buffers // queued iovecs
@@ -68,9 +69,20 @@ type Writer struct {
 	wv writevState
 }
 
+// BuffersWriter is a writer that takes a whole batch of pieces in one
+// call, the way net.Buffers hands a socket to writev. Flush gives such a
+// writer everything queued at once instead of a Write per piece: a TLS
+// stream, for one, then seals the batch into full records rather than a
+// record per FPDU header, payload and CRC. WriteBuffers must not keep bufs
+// or its slices after it returns.
+type BuffersWriter interface {
+	WriteBuffers(bufs [][]byte) (int64, error)
+}
+
 // NewWriter returns a Writer that sends on w.
 func NewWriter(w io.Writer, cfg WriterConfig) *Writer {
 	wr := &Writer{w: w, cfg: cfg}
+	wr.bw, _ = w.(BuffersWriter)
 	wr.initWritev()
 	return wr
 }
@@ -329,7 +341,7 @@ func (w *Writer) Pending() int { return w.fpdus }
 func (w *Writer) StreamOffset() int64 { return w.pos }
 
 // Flush writes everything queued, as one writev where the underlying
-// writer supports it. After a write error the Writer is unusable: part of
+// writer supports it (one WriteBuffers for a BuffersWriter). After a write error the Writer is unusable: part of
 // an FPDU may have reached the peer.
 func (w *Writer) Flush() error {
 	if w.err != nil {
@@ -341,9 +353,14 @@ func (w *Writer) Flush() error {
 	if len(w.bufs) == 0 {
 		return nil
 	}
-	w.out = w.bufs
-	_, err := w.out.WriteTo(w.w)
-	w.out = nil
+	var err error
+	if w.bw != nil {
+		_, err = w.bw.WriteBuffers(w.bufs)
+	} else {
+		w.out = w.bufs
+		_, err = w.out.WriteTo(w.w)
+		w.out = nil
+	}
 	w.reset()
 	if err != nil {
 		w.err = fmt.Errorf("mpa: writing FPDUs: %w", err)

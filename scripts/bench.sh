@@ -16,7 +16,8 @@
 #   - scale: conn's BenchmarkScale1000QPs and BenchmarkScale10000QPs.
 #
 # Then scripts/bench-durable.sh adds the durable-write rows of package pmemsink
-# (COUNT and BENCHTIME set its repeats and per-benchmark time).
+# (COUNT and BENCHTIME set its repeats and per-benchmark time), and
+# scripts/bench-tls.sh the TLS rows (REPEAT, DURATION, LAT_ITERS as here).
 #
 #   REPEAT=5 DURATION=500ms LAT_ITERS=20000 QPS="1 4 16 64 256" SCALE=1 \
 #     OUT=docs/performance.md ./scripts/bench.sh
@@ -375,3 +376,4 @@ write_section "$OUT" bench "$section" "# Performance"
 cat "$section"
 
 OUT="$OUT" ./scripts/bench-durable.sh
+REPEAT="$REPEAT" DURATION="$DURATION" LAT_ITERS="$LAT_ITERS" OUT="$OUT" ./scripts/bench-tls.sh

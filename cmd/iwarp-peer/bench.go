@@ -47,6 +47,7 @@ type benchFlags struct {
 	cpuProfile                 string
 	metrics                    *metricshttp.Flags
 	limits                     *connflags.Limits
+	tls                        *connflags.TLS
 }
 
 func parseBench(args []string, std stdio) (*bench.Config, *benchFlags, error) {
@@ -73,7 +74,7 @@ func parseBench(args []string, std stdio) (*bench.Config, *benchFlags, error) {
 	f.StringVar(&b.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `file` (go tool pprof)")
 	f.BoolVar(&cfg.CompareTCP, "compare-tcp", false, "also run the same phases over raw Go TCP (with --loopback)")
 	b.metrics = f.metrics()
-	b.limits = f.limits()
+	b.limits, b.tls = f.limits(), f.tls()
 	if err := f.parse(args); err != nil {
 		return nil, nil, err
 	}
@@ -160,7 +161,13 @@ func runBench(ctx context.Context, args []string, std stdio) error {
 		return err
 	}
 	defer srv.Close()
+	if cfg.TLS, err = b.tls.Config(!b.client); err != nil { // a loopback run serves too
+		return err
+	}
 	cfg.Options = connlog.Options(ctx)
+	if cfg.TLS != nil {
+		cfg.Options = append(cfg.Options, conn.WithTLS(cfg.TLS))
+	}
 	if b.server {
 		addr := b.addr
 		if addr == "" {
@@ -206,6 +213,9 @@ func printBenchTable(w io.Writer, r *bench.Result) {
 	if r.QPs > 1 {
 		qps = fmt.Sprintf(" on each of %d queue pairs", r.QPs)
 	}
+	if r.TLS {
+		runs = ", inside TLS" + runs
+	}
 	fmt.Fprintf(w, "iwarp-peer bench: %s of %s, %d in flight%s, CRC %s%s\n", r.Op, units.Bytes(int64(r.Size)), r.Window, qps, negotiated.OnOff(r.CRC), runs)
 	fmt.Fprintf(w, "  connection: %s\n", r.Setup)
 	const format = "  %-10s %12s %20s %12s %16s %12s\n"
@@ -233,13 +243,14 @@ func printBenchTable(w io.Writer, r *bench.Result) {
 	if r.TCPGbps == nil {
 		return
 	}
-	row("raw TCP", *r.TCPMessages, *r.TCPGbps, *r.TCPMsgRate, r.TCPLatP50us, r.TCPLatP99us)
+	base := baseline(r)
+	row(base, *r.TCPMessages, *r.TCPGbps, *r.TCPMsgRate, r.TCPLatP50us, r.TCPLatP99us)
 	spread(r.TCPGbpsMin, r.TCPGbpsMax, r.TCPLatP50usMin, r.TCPLatP50usMax)
 	if r.TCPCRCGbps != nil {
 		fmt.Fprintf(w, format, "TCP+CRC", "", fmt.Sprintf("%.3f Gb/s", *r.TCPCRCGbps), fmt.Sprintf("%.0f", *r.TCPCRCMsgRate), "-", "-")
 		spread(r.TCPCRCGbpsMin, r.TCPCRCGbpsMax, nil, nil)
 	}
-	fmt.Fprintf(w, "  iwarp-go / raw TCP: bandwidth %s, latency p50 %s, p99 %s\n", ratio(r.Ratio, r.RatioMin, r.RatioMax),
+	fmt.Fprintf(w, "  iwarp-go / %s: bandwidth %s, latency p50 %s, p99 %s\n", base, ratio(r.Ratio, r.RatioMin, r.RatioMax),
 		ratio(r.LatRatio, r.LatRatioMin, r.LatRatioMax), ratio(r.LatP99Ratio, r.LatP99RatioMin, r.LatP99RatioMax))
 	if r.TCPCRCRatio != nil {
 		fmt.Fprintf(w, "  iwarp-go / raw TCP with CRC32c: bandwidth %s\n", ratio(r.TCPCRCRatio, r.TCPCRCRatioMin, r.TCPCRCRatioMax))
@@ -254,7 +265,7 @@ func printLatencyNotes(w io.Writer, r *bench.Result) {
 	}
 	line := fmt.Sprintf("  round trips over twice the median: iwarp-go %.2f %%", r.LatSlowPct)
 	if r.TCPLatSlowPct != nil {
-		line += fmt.Sprintf(", raw TCP %.2f %%", *r.TCPLatSlowPct)
+		line += fmt.Sprintf(", %s %.2f %%", baseline(r), *r.TCPLatSlowPct)
 	}
 	fmt.Fprintln(w, line)
 	printCPU(w, r)
@@ -271,7 +282,7 @@ func printCPU(w io.Writer, r *bench.Result) {
 		line += fmt.Sprintf(", iwarp-go server %.1f µs (its process)", *r.ServerLatCPUus)
 	}
 	if r.TCPLatCPUus != nil {
-		line += fmt.Sprintf(", raw TCP %.1f µs (both ends)", *r.TCPLatCPUus)
+		line += fmt.Sprintf(", %s %.1f µs (both ends)", baseline(r), *r.TCPLatCPUus)
 	}
 	fmt.Fprintln(w, line)
 }

@@ -40,6 +40,7 @@ func perftestUsage(w io.Writer) {
 `)
 	fmt.Fprint(w, metricsUsage)
 	fmt.Fprint(w, limitsUsage)
+	fmt.Fprint(w, tlsUsage)
 }
 
 // runPerftest implements "iwarp-peer perftest OP [options] [SERVER]".
@@ -91,7 +92,7 @@ func runPerftest(ctx context.Context, args []string, std stdio) error {
 	f.StringVar(&bind, "j", "", "")
 	f.StringVar(&bind, "source_ip", "", "")
 	f.StringVar(&crc, "crc", "off", "")
-	metricsF, limits := f.metrics(), f.limits()
+	metricsF, limits, tf := f.metrics(), f.limits(), f.tls()
 	for _, name := range []string{"R", "rdma_cm", "F"} {
 		f.Bool(name, false, "")
 	}
@@ -114,7 +115,11 @@ func runPerftest(ctx context.Context, args []string, std stdio) error {
 	if err != nil {
 		return f.bad("%v", err)
 	}
-	cfg.ConnOptions = append(cfg.ConnOptions, conn.WithCRC(mode))
+	tlsOpts, err := tf.Options(server == "")
+	if err != nil {
+		return f.bad("%v", err)
+	}
+	cfg.ConnOptions = append(append(cfg.ConnOptions, conn.WithCRC(mode)), tlsOpts...)
 	cfg.ConnOptions = append(cfg.ConnOptions, connlog.Options(ctx)...)
 	srv, err := serveMetrics(metricsF, "perftest", std)
 	if err != nil {

@@ -34,9 +34,13 @@ func runSink(ctx context.Context, args []string, std stdio) error {
 	f.StringVar(&mode, "mode", "auto", "persistence `mode`: auto, dax, msync or volatile")
 	f.BoolVar(&cfg.ReadOnly, "read-only", false, "peers may only read the region")
 	dataOff := f.Uint("data-offset", 0, "data_offset in librpma's descriptor: where its example clients put their data (8-aligned)")
-	m, limits := f.metrics(), f.limits()
+	m, limits, tf := f.metrics(), f.limits(), f.tls()
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	tlsOpts, err := tf.Options(true)
+	if err != nil {
+		return f.bad("%v", err)
 	}
 	if err := f.noArgs(); err != nil {
 		return err
@@ -48,6 +52,7 @@ func runSink(ctx context.Context, args []string, std stdio) error {
 	if err != nil {
 		return f.bad("--size: %v", err)
 	}
+	cfg.Options = tlsOpts
 	if cfg.Mode, err = pmemsink.ParseMode(mode); err != nil {
 		return f.bad("--mode: %v", err)
 	}
@@ -65,7 +70,7 @@ func runSink(ctx context.Context, args []string, std stdio) error {
 	defer srv.Close()
 	cfg.Listening = srv.AddListener
 	cfg.Opened = func(s *pmemsink.Sink) { srv.AddSink(cfg.File, s) }
-	cfg.Options = append(limits.Options(), connlog.Options(ctx)...)
+	cfg.Options = append(append(cfg.Options, limits.Options()...), connlog.Options(ctx)...)
 	return sinkpeer.Serve(ctx, cfg)
 }
 
@@ -81,7 +86,11 @@ func runPut(ctx context.Context, args []string, std stdio) error {
 	f.StringVar(&offset, "offset", "0", "region `offset` of the first byte, or data: the descriptor's data_offset")
 	f.StringVar(&method, "method", "auto", "flush `method`: auto, extension, gpspm or read (read-after-write)")
 	f.BoolVar(&cfg.Persistent, "persistent", false, "fail unless the target declares the bytes persistent")
+	tf := f.tls()
 	if err := f.parse(args); err != nil {
+		return err
+	}
+	if err := clientTLS(f, tf, &cfg.PeerConfig); err != nil {
 		return err
 	}
 	if f.NArg() != 1 {
@@ -121,7 +130,11 @@ func runGet(ctx context.Context, args []string, std stdio) error {
 	peerFlags(f, &cfg.PeerConfig, "the sink's `address`")
 	f.Uint64Var(&cfg.Offset, "offset", 0, "region `offset`")
 	f.StringVar(&length, "length", "", "bytes to read (k/m/g suffixes)")
+	tf := f.tls()
 	if err := f.parse(args); err != nil {
+		return err
+	}
+	if err := clientTLS(f, tf, &cfg.PeerConfig); err != nil {
 		return err
 	}
 	if err := f.noArgs(); err != nil {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"crypto/tls"
 	"io"
 	"time"
 
@@ -46,6 +47,10 @@ type Config struct {
 	Progress io.Writer
 	// Log receives the loopback server's log lines (nil: discarded).
 	Log io.Writer
+	// TLS runs the CompareTCP baseline over crypto/tls streams with this
+	// configuration (tls.go); the iwarp-go side gets conn.WithTLS with the
+	// same one in Options. It must serve as client and server.
+	TLS *tls.Config
 	// Options are connection options added to ConnOptions' (a logger,
 	// say), for the client's connections and a loopback server's.
 	Options []conn.Option

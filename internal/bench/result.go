@@ -26,6 +26,9 @@ type Result struct {
 	// (units.SlowShare), TCPLatSlowPct the raw TCP ping-pong's.
 	LatSlowPct float64 `json:"lat_slow_pct"`
 	Setup      string  `json:"setup"`
+	// TLS says the connections ran inside TLS, and the raw TCP figures
+	// are those of crypto/tls streams (Config.TLS).
+	TLS bool `json:"tls,omitempty"`
 	// QPs is the number of queue pairs (and of raw TCP connections) the
 	// bandwidth phase streamed over at once; the figures above are their
 	// sum over the phase's time.

@@ -64,6 +64,7 @@ func runOnce(ctx context.Context, cfg *Config) (Result, error) {
 	res := Result{Op: cfg.Op, Size: cfg.Size, CRC: cfg.CRC, Window: cfg.Window, LatIters: len(rd.lat), Setup: rd.setup, Repeat: 1, QPs: cfg.qps()}
 	res.Messages, res.Bytes, res.Seconds, res.Gbps, res.MsgRate, res.LatP50us, res.LatP99us = fillPhase(rd.bw, rd.lat)
 	res.LatSlowPct = units.SlowShare(rd.lat) // fillPhase sorted the samples
+	res.TLS = cfg.TLS != nil
 	res.FPDUsReceived, res.CRCCheckedFPDUs, res.CRCErrors = rd.crc.fpdus, rd.crc.checked, rd.crc.errors
 	if cfg.CRC {
 		res.Setup += "; " + rd.crc.describe()

@@ -91,7 +91,7 @@ type tcpStream struct {
 // newTCPStream connects a stream and starts its receiver, which waits for
 // the first message.
 func newTCPStream(ctx context.Context, cfg *Config, crc bool) (*tcpStream, error) {
-	c, s, err := tcpPair(ctx)
+	c, s, err := cfg.streamPair(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func (t *tcpStream) run(start time.Time, prog *progress.Line) (phaseResult, erro
 		}
 		prog.Add(1)
 	}
-	if err := t.src.(*net.TCPConn).CloseWrite(); err != nil {
+	if err := closeWrite(t.src); err != nil {
 		return phaseResult{}, err
 	}
 	var ack [1]byte
@@ -195,7 +195,7 @@ type tcpMessages struct {
 // newTCPMessages connects a Send stream and starts its receiver and the
 // sender's credit reader, which wait for the first message.
 func newTCPMessages(ctx context.Context, cfg *Config, crc bool) (*tcpMessages, error) {
-	c, s, err := tcpPair(ctx)
+	c, s, err := cfg.streamPair(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -323,11 +323,11 @@ func (t *tcpMessages) run(ctx context.Context, start time.Time, prog *progress.L
 	elapsed := time.Since(start)
 	// Stop both goroutines: the sender's FIN ends the receiver, whose
 	// FIN ends the credit reader.
-	t.c.(*net.TCPConn).CloseWrite()
+	closeWrite(t.c)
 	if err := <-t.recvErr; err != nil {
 		return phaseResult{}, err
 	}
-	t.s.(*net.TCPConn).CloseWrite()
+	closeWrite(t.s)
 	if err := <-t.creditErr; err != nil && !errors.Is(err, io.EOF) {
 		return phaseResult{}, err
 	}
@@ -370,7 +370,7 @@ func tcpStreams(ctx context.Context, cfg *Config, crc bool, prog *progress.Line)
 // bytes (Send and Write), or a 28-byte request — an RDMA Read Request's
 // size — answered by size bytes (Read).
 func tcpPingPong(ctx context.Context, cfg *Config, prog *progress.Line) ([]time.Duration, *float64, error) {
-	c, s, err := tcpPair(ctx)
+	c, s, err := cfg.streamPair(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -429,7 +429,7 @@ func tcpPingPong(ctx context.Context, cfg *Config, prog *progress.Line) ([]time.
 		}
 	}
 	perRT := cpu.perRoundTrip(len(samples))
-	c.(*net.TCPConn).CloseWrite()
+	closeWrite(c)
 	if err := <-echoDone; err != nil {
 		return nil, nil, err
 	}
