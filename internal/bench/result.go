@@ -82,25 +82,27 @@ type Result struct {
 
 	// With --repeat: how many runs, and the smallest and largest value of
 	// the main figures over them.
-	Repeat          int      `json:"repeat"`
-	GbpsMin         *float64 `json:"gbps_min,omitempty"`
-	GbpsMax         *float64 `json:"gbps_max,omitempty"`
-	LatP50usMin     *float64 `json:"lat_p50_us_min,omitempty"`
-	LatP50usMax     *float64 `json:"lat_p50_us_max,omitempty"`
-	TCPGbpsMin      *float64 `json:"tcp_gbps_min,omitempty"`
-	TCPGbpsMax      *float64 `json:"tcp_gbps_max,omitempty"`
-	TCPLatP50usMin  *float64 `json:"tcp_lat_p50_us_min,omitempty"`
-	TCPLatP50usMax  *float64 `json:"tcp_lat_p50_us_max,omitempty"`
-	RatioMin        *float64 `json:"ratio_min,omitempty"`
-	RatioMax        *float64 `json:"ratio_max,omitempty"`
-	LatRatioMin     *float64 `json:"lat_ratio_min,omitempty"`
-	LatRatioMax     *float64 `json:"lat_ratio_max,omitempty"`
-	TCPCRCGbpsMin   *float64 `json:"tcp_crc_gbps_min,omitempty"`
-	TCPCRCGbpsMax   *float64 `json:"tcp_crc_gbps_max,omitempty"`
-	TCPCRCRatioMin  *float64 `json:"tcp_crc_ratio_min,omitempty"`
-	TCPCRCRatioMax  *float64 `json:"tcp_crc_ratio_max,omitempty"`
-	LatP99RatioMin  *float64 `json:"lat_p99_ratio_min,omitempty"`
-	LatP99RatioMax  *float64 `json:"lat_p99_ratio_max,omitempty"`
+	Repeat         int      `json:"repeat"`
+	GbpsMin        *float64 `json:"gbps_min,omitempty"`
+	GbpsMax        *float64 `json:"gbps_max,omitempty"`
+	LatP50usMin    *float64 `json:"lat_p50_us_min,omitempty"`
+	LatP50usMax    *float64 `json:"lat_p50_us_max,omitempty"`
+	TCPGbpsMin     *float64 `json:"tcp_gbps_min,omitempty"`
+	TCPGbpsMax     *float64 `json:"tcp_gbps_max,omitempty"`
+	TCPLatP50usMin *float64 `json:"tcp_lat_p50_us_min,omitempty"`
+	TCPLatP50usMax *float64 `json:"tcp_lat_p50_us_max,omitempty"`
+	RatioMin       *float64 `json:"ratio_min,omitempty"`
+	RatioMax       *float64 `json:"ratio_max,omitempty"`
+	LatRatioMin    *float64 `json:"lat_ratio_min,omitempty"`
+	LatRatioMax    *float64 `json:"lat_ratio_max,omitempty"`
+	TCPCRCGbpsMin  *float64 `json:"tcp_crc_gbps_min,omitempty"`
+	TCPCRCGbpsMax  *float64 `json:"tcp_crc_gbps_max,omitempty"`
+	TCPCRCRatioMin *float64 `json:"tcp_crc_ratio_min,omitempty"`
+	TCPCRCRatioMax *float64 `json:"tcp_crc_ratio_max,omitempty"`
+	LatP99RatioMin *float64 `json:"lat_p99_ratio_min,omitempty"`
+	LatP99RatioMax *float64 `json:"lat_p99_ratio_max,omitempty"`
+
+	// The spread of the decidable measures' ratios over the runs.
 	CPURatioMin     *float64 `json:"cpu_ratio_min,omitempty"`
 	CPURatioMax     *float64 `json:"cpu_ratio_max,omitempty"`
 	LatSlowRatioMin *float64 `json:"lat_slow_ratio_min,omitempty"`
