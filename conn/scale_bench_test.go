@@ -106,7 +106,7 @@ func benchScale(b *testing.B, pairs int) {
 		defer close(acceptDone)
 		acceptErr <- scaleAccept(ctx, ln, server, pairs)
 	}()
-	if err := scaleDial(ctx, ln.Addr().String(), client, pairs); err != nil {
+	if err := scaleDial(ctx, []string{ln.Addr().String()}, client, pairs); err != nil {
 		b.Fatalf("%v (%d queue pairs need as many file descriptors: is RLIMIT_NOFILE high enough?)", err, 2*pairs)
 	}
 	if err := <-acceptErr; err != nil {
@@ -140,15 +140,15 @@ func benchScale(b *testing.B, pairs int) {
 	b.ReportMetric(n, "QPs")
 }
 
-// scaleAccept accepts pairs connections into server's queue pairs, at
-// most scaleDialers at once; each request names its pair in its private
-// data.
-func scaleAccept(ctx context.Context, ln *Listener, server *scaleSide, pairs int) error {
+// scaleAccept accepts n connections into server's queue pairs, at most
+// scaleDialers at once; each request names its pair in its private data.
+func scaleAccept(ctx context.Context, ln *Listener, server *scaleSide, n int) error {
+	pairs := len(server.qps)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	errs := make(chan error, pairs)
+	errs := make(chan error, n)
 	slots := make(chan struct{}, scaleDialers)
-	for range pairs {
+	for range n {
 		cr, err := ln.AcceptRequest(ctx)
 		if err != nil {
 			return err
@@ -177,8 +177,9 @@ func scaleAccept(ctx context.Context, ln *Listener, server *scaleSide, pairs int
 	return <-errs // nil if none
 }
 
-// scaleDial connects client's queue pairs, scaleDialers at once.
-func scaleDial(ctx context.Context, addr string, client *scaleSide, pairs int) error {
+// scaleDial connects client's queue pairs, scaleDialers at once, pair k
+// to addrs[k%len(addrs)].
+func scaleDial(ctx context.Context, addrs []string, client *scaleSide, pairs int) error {
 	next := make(chan int)
 	errs := make(chan error, scaleDialers)
 	var wg sync.WaitGroup
@@ -190,7 +191,7 @@ func scaleDial(ctx context.Context, addr string, client *scaleSide, pairs int) e
 				qp, err := client.pd.NewQP(client.cq, QPCaps{})
 				if err == nil {
 					client.qps[k] = qp
-					err = qp.Connect(ctx, "tcp", addr, WithPrivateData(binary.BigEndian.AppendUint32(nil, uint32(k))))
+					err = qp.Connect(ctx, "tcp", addrs[k%len(addrs)], WithPrivateData(binary.BigEndian.AppendUint32(nil, uint32(k))))
 				}
 				if err != nil {
 					errs <- fmt.Errorf("connecting pair %d: %w", k, err)

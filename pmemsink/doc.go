@@ -40,6 +40,11 @@
 //     by the best method the target supports: the Flush extension, GPSPM
 //     or read-after-write, reporting the Method and the Guarantee.
 //
+// Open pre-faults the mapping of a region of at most WithPrefault's limit
+// (default 256 MiB), so that no RDMA Write takes a page fault on the
+// receive path; larger regions fault in page by page as they are written
+// (docs/persistence.md states the cost).
+//
 // A failed persist (EIO, ENOSPC) fails the flush and every later one of
 // that sink; it is never acknowledged. docs/persistence.md states the
 // guarantee of each mode and what this API promises. Package crashsim

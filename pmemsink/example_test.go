@@ -99,3 +99,18 @@ func ExampleServer() {
 	// true
 	// read-after-write, placed <nil>
 }
+
+// A sink larger than the pre-fault limit is not touched at Open; a lower
+// limit keeps Open quick for regions that are written sparsely.
+func ExampleWithPrefault() {
+	dir, _ := os.MkdirTemp("", "pmemsink-example-")
+	defer os.RemoveAll(dir)
+	s, err := pmemsink.Open(filepath.Join(dir, "region"), 4<<20, pmemsink.WithPrefault(1<<20))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+	fmt.Println("pre-faulted:", s.Info().Prefaulted)
+	// Output: pre-faulted: false
+}

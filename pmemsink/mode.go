@@ -71,6 +71,10 @@ type Info struct {
 	Granularity uint64
 	// Note says why this mode was chosen, e.g. the MAP_SYNC probe's error.
 	Note string
+	// Prefaulted reports whether Open filled the mapping's page tables
+	// (WithPrefault): false for a region over the limit, or where the
+	// system refused and touching the pages faulted.
+	Prefaulted bool
 }
 
 // String is a one-line description, e.g.

@@ -37,17 +37,20 @@ const (
 // that a fault (a truncated file, a media error) becomes an error instead
 // of a crash.
 type Sink struct {
-	info     Info
-	cfg      config
-	fd       int
-	mapped   []byte // the whole mapping, a multiple of the page size
-	mem      []byte // the region, mapped[:Size]
-	kind     persistKind
-	fl       flusher
-	page     uint64
-	gran     uint64
-	failed   atomic.Pointer[PersistError]
-	counters sinkCounters
+	info   Info
+	cfg    config
+	fd     int
+	mapped []byte // the whole mapping, a multiple of the page size
+	mem    []byte // the region, mapped[:Size]
+	kind   persistKind
+	fl     flusher
+	page   uint64
+	gran   uint64
+	// populateWrite: DAX, where prefault asks the system to fault the
+	// mapping in writable (a read would map the zero page).
+	populateWrite bool
+	failed        atomic.Pointer[PersistError]
+	counters      sinkCounters
 	// persistSlots bounds the persists registrations run at once.
 	persistSlots chan struct{}
 
@@ -91,6 +94,7 @@ func Open(path string, size int64, opts ...Option) (*Sink, error) {
 	s.changed = sync.NewCond(&s.mu)
 	s.trackers = make(map[*Tracker]struct{})
 	register(s)
+	s.info.Prefaulted = s.prefault(cfg.prefault)
 	return s, nil
 }
 

@@ -88,3 +88,15 @@ func readSysInt(path string) (int64, error) {
 	// Kernels before 4.9 print the region alignment in hex.
 	return strconv.ParseInt(strings.TrimSpace(string(b)), 0, 64)
 }
+
+// sysPopulateWrite pre-faults b writable (MADV_POPULATE_WRITE: dirties
+// the shared pages but writes nothing). Kernels before 5.14 refuse it
+// (EINVAL).
+func sysPopulateWrite(b []byte) error {
+	for {
+		err := unix.Madvise(b, unix.MADV_POPULATE_WRITE)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}

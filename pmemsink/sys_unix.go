@@ -101,7 +101,8 @@ func openSink(path string, size int64, cfg *config) (s *Sink, err error) {
 			return nil, fail(err)
 		}
 	}
-	s = &Sink{fd: fd, mapped: mapped, mem: mapped[:size], kind: c.kind, fl: c.fl, page: page}
+	s = &Sink{fd: fd, mapped: mapped, mem: mapped[:size], kind: c.kind, fl: c.fl, page: page,
+		populateWrite: f.devDAX || c.kind == persistLines}
 	s.gran = 1
 	flush := "none"
 	switch c.kind {

@@ -12,3 +12,5 @@ func sysMsync([]byte) error   { return ErrUnsupported }
 func sysMunmap([]byte) error  { return ErrUnsupported }
 func sysReserve([]byte) error { return ErrUnsupported }
 func sysCloseFD(int) error    { return ErrUnsupported }
+
+func sysPopulateWrite([]byte) error { return ErrUnsupported }

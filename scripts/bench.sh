@@ -11,8 +11,10 @@
 #   - queue pairs: 64 KiB Writes over 1 to 256 queue pairs at once (--qps),
 #     beside as many raw TCP connections, CRC off and on; then between two
 #     processes (-s and -c);
-#   - latency: ping-pongs of LAT_ITERS round trips with p50, p99 and the CPU
-#     time per round trip; then between two processes;
+#   - latency: ping-pongs of LAT_ITERS round trips with p50, p99, the share
+#     of round trips over twice the median and the CPU time of both
+#     endpoints per round trip, each beside raw TCP's and as a ratio; then
+#     between two processes;
 #   - scale: conn's BenchmarkScale1000QPs and BenchmarkScale10000QPs.
 #
 # Then scripts/bench-durable.sh adds the durable-write rows of package pmemsink
@@ -217,27 +219,27 @@ procs_load="$load_before → $(loadavg)"
 lat_table="$tmp/lat.md"
 load_before=$(loadavg)
 {
-	echo "| op | size | iwarp-go p50 µs | raw TCP p50 µs | p50 ratio | iwarp-go p99 µs | raw TCP p99 µs | p99 ratio | iwarp-go % over 2× p50 | raw TCP % over 2× p50 | iwarp-go CPU µs per round trip (both sides) | raw TCP CPU µs per round trip (both ends) |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+	echo "| op | size | iwarp-go p50 µs | raw TCP p50 µs | p50 ratio | iwarp-go p99 µs | raw TCP p99 µs | p99 ratio | iwarp-go % over 2× p50 | raw TCP % over 2× p50 | slowed-share ratio | iwarp-go CPU ns per round trip (both sides) | raw TCP CPU ns per round trip (both ends) | CPU ratio |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 } >"$lat_table"
 for row in "send 8" "write 8" "read 8" "send 64"; do
 	read -r op size <<<"$row"
 	json=$(loopback lat --iters 1000 --lat-iters "$LAT_ITERS" --op "$op" --size "$size")
 	echo "| $op | $size | $(range lat_p50_us "$json" %.1f) | $(range tcp_lat_p50_us "$json" %.1f) | $(range lat_ratio "$json" %.2f)" \
 		"| $(fmt %.1f "$(get lat_p99_us "$json")") | $(fmt %.1f "$(get tcp_lat_p99_us "$json")") | $(range lat_p99_ratio "$json" %.2f)" \
-		"| $(fmt %.2f "$(get lat_slow_pct "$json")") | $(fmt %.2f "$(get tcp_lat_slow_pct "$json")")" \
-		"| $(fmt %.1f "$(get lat_cpu_us_per_rt "$json")") | $(fmt %.1f "$(get tcp_lat_cpu_us_per_rt "$json")") |" >>"$lat_table"
+		"| $(fmt %.2f "$(get lat_slow_pct "$json")") | $(fmt %.2f "$(get tcp_lat_slow_pct "$json")") | $(range lat_slow_ratio "$json" %.2f)" \
+		"| $(fmt %.0f "$(get cpu_ns_per_op "$json")") | $(fmt %.0f "$(get tcp_cpu_ns_per_op "$json")") | $(range cpu_ratio "$json" %.2f) |" >>"$lat_table"
 done
 lat_procs="$tmp/latprocs.md"
 {
-	echo "| op | size | p50 µs | p99 µs | client CPU µs per round trip | server CPU µs per round trip |"
-	echo "|---|---|---|---|---|---|"
+	echo "| op | size | p50 µs | p99 µs | client CPU µs per round trip | server CPU µs per round trip | both, ns per round trip |"
+	echo "|---|---|---|---|---|---|---|"
 } >"$lat_procs"
 for row in "send 8" "write 8"; do
 	read -r op size <<<"$row"
 	json=$(client --iters 1000 --lat-iters "$LAT_ITERS" --op "$op" --size "$size")
 	echo "| $op | $size | $(range lat_p50_us "$json" %.1f) | $(fmt %.1f "$(get lat_p99_us "$json")")" \
-		"| $(fmt %.1f "$(get lat_cpu_us_per_rt "$json")") | $(fmt %.1f "$(get server_lat_cpu_us_per_rt "$json")") |" >>"$lat_procs"
+		"| $(fmt %.1f "$(get lat_cpu_us_per_rt "$json")") | $(fmt %.1f "$(get server_lat_cpu_us_per_rt "$json")") | $(fmt %.0f "$(get cpu_ns_per_op "$json")") |" >>"$lat_procs"
 done
 lat_load="$load_before → $(loadavg)"
 kill -INT "$server_pid"
@@ -270,22 +272,30 @@ scale_bqp() { # B per idle QP of the 10,000-QP run
 }
 
 # --- Goals ---------------------------------------------------------------
+# The ping-pong goals (issue 25) are judged by measures that hold still on a
+# loaded machine: CPU per round trip of both endpoints, and the share of
+# round trips slowed past twice the median, each against raw TCP's of the
+# same run; the wall-clock median is judged too, the p99 ratio only reported.
+# pingpong_goals OP NAME: the goal lines of the 8-byte ping-pong OP.
+pingpong_goals() {
+	echo "- 8-byte $2 ping-pong, CPU per round trip (both endpoints) / raw TCP: $(verdict "$(pick lat "$1" 8 false cpu_ratio)" "<=" 1.1)"
+	echo "- 8-byte $2 ping-pong, median / raw TCP: $(verdict "$(pick lat "$1" 8 false lat_ratio)" "<=" 1.1)"
+	echo "- 8-byte $2 ping-pong, share of round trips over twice the median / raw TCP's: $(verdict "$(pick lat "$1" 8 false lat_slow_ratio)" "<=" 1.2)$(slowshares "$1")"
+	echo "- 8-byte $2 ping-pong, p99 / raw TCP (reported, not judged): $(fmt %.2f "$(pick lat "$1" 8 false lat_p99_ratio)")"
+}
 # slowshares OP: the 8-byte ping-pong's shares of round trips over twice
-# their median, beside its p99 verdict: they say whether a p99 fell among
-# the slowed round trips of both stacks or of iwarp-go alone.
+# their median, beside their ratio.
 slowshares() {
 	local ours theirs
 	ours=$(pick lat "$1" 8 false lat_slow_pct)
 	theirs=$(pick lat "$1" 8 false tcp_lat_slow_pct)
 	[[ -n $ours && -n $theirs ]] || return 0
-	echo "; round trips over twice the median: iwarp-go $(fmt %.2f "$ours") %, raw TCP $(fmt %.2f "$theirs") %"
+	echo " (iwarp-go $(fmt %.2f "$ours") %, raw TCP $(fmt %.2f "$theirs") %)"
 }
 goals="$tmp/goals.md"
 {
-	echo "- 8-byte Send ping-pong, median / raw TCP: $(verdict "$(pick lat send 8 false lat_ratio)" "<=" 1.2)"
-	echo "- 8-byte Send ping-pong, p99 / raw TCP: $(verdict "$(pick lat send 8 false lat_p99_ratio)" "<=" 1.5)$(slowshares send)"
-	echo "- 8-byte Write+Send ping-pong, median / raw TCP: $(verdict "$(pick lat write 8 false lat_ratio)" "<=" 1.2)"
-	echo "- 8-byte Write+Send ping-pong, p99 / raw TCP: $(verdict "$(pick lat write 8 false lat_p99_ratio)" "<=" 1.5)$(slowshares write)"
+	pingpong_goals send Send
+	pingpong_goals write Write+Send
 	echo "- 64-byte Send message rate / raw TCP length-prefixed stream: $(verdict "$(pick main send 64 false ratio)" ">=" 2)"
 	echo "- 1 MiB RDMA Write with CRC / raw TCP + CRC: $(verdict "$(pick main write 1048576 true tcp_crc_ratio)" ">=" 0.95)"
 	echo "- 1 MiB RDMA Write without CRC / raw TCP: $(verdict "$(pick main write 1048576 false ratio)" ">=" 0.95)"
@@ -344,7 +354,9 @@ section="$tmp/section.md"
 	echo "### Latency and CPU per round trip"
 	echo
 	echo "\`--iters 1000 --lat-iters $LAT_ITERS\`: one round trip at a time; the CPU time is the process's (user and"
-	echo "system, getrusage) over the counted round trips, both sides in one process. Load: $lat_load."
+	echo "system, getrusage) over the counted round trips, both sides in one process (cpu_ns_per_op, tcp_cpu_ns_per_op);"
+	echo "each ratio is the median of the runs' ratios, each run's iwarp-go against the raw TCP run right after it."
+	echo "Load: $lat_load."
 	echo
 	cat "$lat_table"
 	echo

@@ -32,7 +32,10 @@ apply to each) and reports their sum; the latency phase uses one. --compare-tcp
 runs the same phases over raw Go TCP in the same run (N connections), and with
 --crc also the stream with CRC32c computed per 64 KiB and checked on both ends.
 The latency phase reports the CPU time per round trip: of this process, which in
-a loopback run holds both sides, and between processes of each side. The server
+a loopback run holds both sides, and between processes of each side; with
+--compare-tcp, that of both endpoints beside raw TCP's (cpu_ns_per_op,
+tcp_cpu_ns_per_op, cpu_ratio) and the share of round trips slowed past twice
+the median beside raw TCP's (lat_slow_ratio). The server
 takes its parameters from the client and serves until interrupted; a client
 with --qps N needs a server with --max-sessions N or more.
 `)
@@ -267,6 +270,9 @@ func printLatencyNotes(w io.Writer, r *bench.Result) {
 	if r.TCPLatSlowPct != nil {
 		line += fmt.Sprintf(", %s %.2f %%", baseline(r), *r.TCPLatSlowPct)
 	}
+	if r.LatSlowRatio != nil {
+		line += ", ratio " + ratio(r.LatSlowRatio, r.LatSlowRatioMin, r.LatSlowRatioMax)
+	}
 	fmt.Fprintln(w, line)
 	printCPU(w, r)
 }
@@ -285,6 +291,10 @@ func printCPU(w io.Writer, r *bench.Result) {
 		line += fmt.Sprintf(", %s %.1f µs (both ends)", baseline(r), *r.TCPLatCPUus)
 	}
 	fmt.Fprintln(w, line)
+	if r.CPUnsPerOp != nil && r.CPURatio != nil {
+		fmt.Fprintf(w, "  CPU per round trip, both endpoints: iwarp-go %.0f ns, raw TCP %.0f ns, ratio %s\n",
+			*r.CPUnsPerOp, *r.TCPCPUnsPerOp, ratio(r.CPURatio, r.CPURatioMin, r.CPURatioMax))
+	}
 }
 
 func latency(us *float64) string {

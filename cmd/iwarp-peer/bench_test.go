@@ -120,8 +120,9 @@ func TestBench_RepeatText(t *testing.T) {
 	require.Regexp(t, `(?m)^    min–max +[0-9.]+–[0-9.]+ Gb/s +[0-9.]+–[0-9.]+ µs +$`, out)
 	require.Equal(t, 2, strings.Count(out, "min–max"), "under iwarp-go and under raw TCP")
 	require.Regexp(t, `(?m)^  iwarp-go / raw TCP: bandwidth [0-9.]+ \([0-9.]+–[0-9.]+\), latency p50 [0-9.]+ \([0-9.]+–[0-9.]+\), p99 [0-9.]+ \([0-9.]+–[0-9.]+\)$`, out)
-	require.Regexp(t, `(?m)^  round trips over twice the median: iwarp-go [0-9.]+ %, raw TCP [0-9.]+ %$`, out)
+	require.Regexp(t, `(?m)^  round trips over twice the median: iwarp-go [0-9.]+ %, raw TCP [0-9.]+ %(, ratio [0-9.]+( \([0-9.]+–[0-9.]+\))?)?$`, out)
 	require.Regexp(t, `(?m)^  CPU per round trip: iwarp-go [0-9.]+ µs \(process: client and server\), raw TCP [0-9.]+ µs \(both ends\)$`, out)
+	require.Regexp(t, `(?m)^  CPU per round trip, both endpoints: iwarp-go \d+ ns, raw TCP \d+ ns, ratio [0-9.]+ \([0-9.]+–[0-9.]+\)$`, out)
 
 	code, out, errb = runCmd(context.Background(), "bench", "--loopback", "--op", "read", "--size", "64", "--iters", "50", "--lat-iters", "0")
 	require.Equal(t, 0, code, errb)

@@ -150,6 +150,12 @@ func TestBench_LoopbackJSON(t *testing.T) {
 			require.NotContains(t, m, "server_lat_cpu_us_per_rt", "one process: its total is both sides'")
 			if cpuMeasured() {
 				require.Positive(t, num(t, m, "tcp_lat_cpu_us_per_rt"))
+				require.InEpsilon(t, 1000*num(t, m, "lat_cpu_us_per_rt"), num(t, m, "cpu_ns_per_op"), 1e-9)
+				require.InEpsilon(t, 1000*num(t, m, "tcp_lat_cpu_us_per_rt"), num(t, m, "tcp_cpu_ns_per_op"), 1e-9)
+				require.InEpsilon(t, num(t, m, "cpu_ns_per_op")/num(t, m, "tcp_cpu_ns_per_op"), num(t, m, "cpu_ratio"), 1e-9)
+			}
+			if slow := num(t, m, "tcp_lat_slow_pct"); slow > 0 {
+				require.InDelta(t, num(t, m, "lat_slow_pct")/slow, num(t, m, "lat_slow_ratio"), 1e-9)
 			}
 		})
 	}
@@ -300,6 +306,7 @@ func TestBench_ServerAndClientQPs(t *testing.T) {
 		require.Positive(t, *res.LatCPUus)
 		require.NotNil(t, res.ServerLatCPUus, "the server's, from its report")
 		require.Positive(t, *res.ServerLatCPUus)
+		require.InEpsilon(t, 1000*(*res.LatCPUus+*res.ServerLatCPUus), *res.CPUnsPerOp, 1e-9, "both endpoints")
 	}
 }
 
@@ -387,10 +394,12 @@ func TestBench_OnceCountsOnlyACompletedRun(t *testing.T) {
 
 func TestCombineRuns(t *testing.T) {
 	mk := func(g, lat, tg, tlat float64) Result {
-		r := Result{Op: "write", Gbps: g, Messages: int64(g * 10), LatP50us: lat, LatP99us: 2 * lat, LatSlowPct: lat / 10, Repeat: 1}
+		r := Result{Op: "write", Gbps: g, Messages: int64(g * 10), LatIters: 100, LatP50us: lat, LatP99us: 2 * lat, LatSlowPct: lat / 10, Repeat: 1}
 		r.TCPGbps, r.TCPLatP50us, r.TCPLatP99us, r.TCPLatSlowPct = ptr(tg), ptr(tlat), ptr(2*tlat), ptr(tlat/10)
 		r.Ratio, r.LatRatio = ptr(g/tg), ptr(lat/tlat)
 		r.TCPCRCGbps, r.TCPCRCRatio, r.LatP99Ratio, r.LatCPUus = ptr(tg/2), ptr(2*g/tg), ptr(lat/tlat), ptr(lat/2)
+		r.TCPLatCPUus = ptr(tlat / 2)
+		fillMeasures(&r, true)
 		return r
 	}
 	runs := []Result{mk(3, 10, 4, 5), mk(1, 30, 2, 10), mk(2, 20, 5, 8)}
@@ -420,6 +429,14 @@ func TestCombineRuns(t *testing.T) {
 	require.Equal(t, 2.5, *c.LatP99Ratio)
 	require.Equal(t, 10.0, *c.LatCPUus, "median of 5, 15, 10")
 	require.Nil(t, c.ServerLatCPUus, "no run has it")
+	require.Equal(t, 10000.0, *c.CPUnsPerOp, "median of 5000, 15000, 10000 ns")
+	require.Equal(t, 4000.0, *c.TCPCPUnsPerOp, "median of 2500, 5000, 4000 ns")
+	require.Equal(t, 2.5, *c.CPURatio, "median of the runs' ratios 2, 3, 2.5")
+	require.Equal(t, 2.0, *c.CPURatioMin)
+	require.Equal(t, 3.0, *c.CPURatioMax)
+	require.Equal(t, 2.5, *c.LatSlowRatio, "median of 2, 3, 2.5")
+	require.Equal(t, 2.0, *c.LatSlowRatioMin)
+	require.Equal(t, 3.0, *c.LatSlowRatioMax)
 	// One run is itself, without a spread.
 	one := CombineRuns(runs[:1])
 	require.Equal(t, runs[0], one)

@@ -59,6 +59,18 @@ type Result struct {
 	// TCPLatCPUus is the CPU time per round trip of the raw TCP ping-pong
 	// (both ends: they run in this process).
 	TCPLatCPUus *float64 `json:"tcp_lat_cpu_us_per_rt,omitempty"`
+	// CPUnsPerOp is the CPU time (user and system) both endpoints spent
+	// per round trip of the latency phase, in nanoseconds: the process's
+	// in a loopback run, the client's plus the server's between processes
+	// (none without the server's report). TCPCPUnsPerOp is raw TCP's (both
+	// ends in this process), CPURatio the one over the other, measured in
+	// the same run.
+	CPUnsPerOp    *float64 `json:"cpu_ns_per_op,omitempty"`
+	TCPCPUnsPerOp *float64 `json:"tcp_cpu_ns_per_op,omitempty"`
+	CPURatio      *float64 `json:"cpu_ratio,omitempty"`
+	// LatSlowRatio is LatSlowPct / TCPLatSlowPct: 1 where neither had a
+	// slowed round trip, absent where only iwarp-go had (shareRatio).
+	LatSlowRatio *float64 `json:"lat_slow_ratio,omitempty"`
 	// The raw TCP + CRC baseline (CRC rows): the stream with CRC32c
 	// computed per 64 KiB and checked on both ends.
 	TCPCRCGbps    *float64 `json:"tcp_crc_gbps,omitempty"`
@@ -92,6 +104,12 @@ type Result struct {
 	TCPCRCRatioMax *float64 `json:"tcp_crc_ratio_max,omitempty"`
 	LatP99RatioMin *float64 `json:"lat_p99_ratio_min,omitempty"`
 	LatP99RatioMax *float64 `json:"lat_p99_ratio_max,omitempty"`
+
+	// The spread of the decidable measures' ratios over the runs.
+	CPURatioMin     *float64 `json:"cpu_ratio_min,omitempty"`
+	CPURatioMax     *float64 `json:"cpu_ratio_max,omitempty"`
+	LatSlowRatioMin *float64 `json:"lat_slow_ratio_min,omitempty"`
+	LatSlowRatioMax *float64 `json:"lat_slow_ratio_max,omitempty"`
 }
 
 // phaseResult is what a bandwidth phase measured.
@@ -153,6 +171,10 @@ func CombineRuns(runs []Result) Result {
 	res.LatCPUus, _, _ = medianSpread(runs, func(r *Result) *float64 { return r.LatCPUus })
 	res.ServerLatCPUus, _, _ = medianSpread(runs, func(r *Result) *float64 { return r.ServerLatCPUus })
 	res.TCPLatCPUus, _, _ = medianSpread(runs, func(r *Result) *float64 { return r.TCPLatCPUus })
+	res.CPUnsPerOp, _, _ = medianSpread(runs, func(r *Result) *float64 { return r.CPUnsPerOp })
+	res.TCPCPUnsPerOp, _, _ = medianSpread(runs, func(r *Result) *float64 { return r.TCPCPUnsPerOp })
+	res.CPURatio, res.CPURatioMin, res.CPURatioMax = medianSpread(runs, func(r *Result) *float64 { return r.CPURatio })
+	res.LatSlowRatio, res.LatSlowRatioMin, res.LatSlowRatioMax = medianSpread(runs, func(r *Result) *float64 { return r.LatSlowRatio })
 	return res
 }
 

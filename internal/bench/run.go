@@ -77,6 +77,7 @@ func runOnce(ctx context.Context, cfg *Config) (Result, error) {
 	}
 	res.ServerLatCPUus = rd.serverLatCPU
 	if !cfg.CompareTCP {
+		fillMeasures(&res, cfg.Loopback)
 		return res, nil
 	}
 	tr, err := tcpBench(ctx, cfg)
@@ -109,5 +110,6 @@ func runOnce(ctx context.Context, cfg *Config) (Result, error) {
 	if len(rd.lat) > 0 && t.LatP99us > 0 {
 		res.LatP99Ratio = ptr(res.LatP99us / t.LatP99us)
 	}
+	fillMeasures(&res, cfg.Loopback)
 	return res, nil
 }
