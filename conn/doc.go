@@ -79,7 +79,12 @@
 //   - The stand-by set's lock (a leaf; standby.go): the process's list of
 //     receivers standing by while Waits receive, and its one timer.
 //   - A region's protection state is lock-free (package stag); a Watched
-//     region's bytes are guarded by its own lock during placement.
+//     region's bytes are guarded by its own lock during placement. A
+//     memory window's binding is a region of its own, published at the
+//     window's STag index: lookups read it lock-free like any region;
+//     binding, unbinding and invalidating a window take the stag table's
+//     lock (a leaf), which a Send with Invalidate naming a window takes on
+//     the receive path (mw.go).
 //
 // The lock order is receive token → transmit token → QP.mu → CQ.mu; a
 // token is only ever taken with TryLock while a later one is held. When a

@@ -156,7 +156,7 @@ func mwCases() []hostileCase {
 			return h, n, nil
 		}},
 		// A type 2 window is tied to the queue pair that bound it
-		// (RFC 5042 §5.1 item 2): "STag not associated".
+		// (RFC 5040 §8.1.1 item 2): "STag not associated".
 		{name: "MW/WriteSTagNotAssociated/other-QP", cond: rdmap.WriteSTagNotAssociated, run: func(s *hostileServer, p *rawPeer) ([]byte, int, []byte) {
 			h, n := offending(s, p, write(s.window2(p, s.otherQP(), RemoteWrite), 0, payload))
 			return h, n, nil

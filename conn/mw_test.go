@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/iwarp-go/iwarp-go/rdmap"
+	"github.com/iwarp-go/iwarp-go/stag"
 	"github.com/iwarp-go/iwarp-go/termcode"
 	"github.com/stretchr/testify/require"
 )
@@ -216,4 +217,18 @@ func BenchmarkWriteThroughWindow(b *testing.B) {
 			})
 		})
 	}
+}
+
+// A type 2 window used from another queue pair is "not associated with this
+// stream" (RFC 5040 §8.1.1 item 2), exactly as a region of another PD; its
+// remote invalidation from another queue pair is refused as a protection
+// error (RFC 5040 §5.3: 0/1/0x09).
+func TestFailureConditions_QPMismatch_RFC5040_8_1_1(t *testing.T) {
+	for _, u := range []remoteUse{useWriteSink, useReadSource, useAtomicTarget} {
+		require.Equal(t, conditionFor(u, stag.PDMismatch), conditionFor(u, stag.QPMismatch), "use %d", u)
+	}
+	require.Equal(t, termcode.DDPTaggedSTagNotAssociated, conditionFor(useWriteSink, stag.QPMismatch).Code())
+	require.Equal(t, termcode.RDMAPSTagNotAssociated, conditionFor(useReadSource, stag.QPMismatch).Code())
+	require.Equal(t, termcode.RDMAPProtCannotInvalidate, conditionFor(useInvalidate, stag.QPMismatch).Code())
+	require.Equal(t, rdmap.RDMAPLocalCatastrophic, conditionFor(useWriteSink, stag.BoundWindows), "never a lookup result")
 }

@@ -46,7 +46,7 @@ const (
 	// QPMismatch: the STag names a type 2 memory window bound through
 	// another stream (queue pair). On the wire it is "STag not associated
 	// with this stream"; for an invalidation, "cannot be invalidated"
-	// with the protection type (RFC 5040 §5.3, RFC 5042 §5.1 item 2).
+	// with the protection type (RFC 5040 §5.3 and §8.1.1 items 2 and 7).
 	QPMismatch
 	// BoundWindows: a local invalidation names a region that memory
 	// windows are bound to.

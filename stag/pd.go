@@ -147,8 +147,8 @@ func (pd *PD) lookup(s STag, to, length uint64, need Access, qp any) (*Region, [
 		return nil, nil, PDMismatch
 	}
 	// A type 2 window is usable on the one stream it was bound through
-	// (RFC 5042 §5.1 item 2, RFC 5040 §2.1 "STag ... associated with the
-	// RDMAP Stream").
+	// (RFC 5040 §8.1.1 item 2: "if an STag is limited in scope to a single
+	// Stream, no other Stream can use the STag"; RFC 5041 §8.2).
 	if r.owner != nil && r.owner != qp {
 		return nil, nil, QPMismatch
 	}
