@@ -107,7 +107,8 @@ func (mw *MW) Remote(off int) RemoteAddr {
 }
 
 // Bind binds a type 1 window (verbs' ibv_bind_mw) and returns its new STag;
-// binding a bound type 1 window moves it. A zero Length unbinds it. The
+// binding a bound type 1 window moves it. A zero Length unbinds it and
+// returns STag 0. The
 // STag it had before is dead once Bind returns: a peer's access through it
 // that was under way ends its connection with a Terminate, as for
 // MR.Invalidate, and after Bind returns no peer reads or writes a byte
@@ -126,6 +127,9 @@ func (mw *MW) Bind(info BindInfo) (STag, error) {
 	}
 	if prev != nil {
 		revokeRemote(mw.pd, prev)
+	}
+	if info.Length == 0 {
+		return 0, nil // unbound: the window's STag names nothing
 	}
 	return cur.STag(), nil
 }

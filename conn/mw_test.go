@@ -2,6 +2,7 @@ package conn
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -136,8 +137,9 @@ func TestMW_PostRules(t *testing.T) {
 	require.NoError(t, server.qp.PostSend(SendWR{ID: 3, Op: OpLocalInv, InvSTag: mr.STag()}))
 	wc = server.wait(t)
 	require.Equal(t, WCLocProtErr, wc.Status, "a region with windows bound is not invalidated")
-	_, err = t1.Bind(BindInfo{})
+	st, err := t1.Bind(BindInfo{})
 	require.NoError(t, err, "a zero-length bind unbinds a type 1 window")
+	require.Zero(t, st)
 	require.False(t, t1.Bound())
 	require.NoError(t, mr.Invalidate())
 }
@@ -231,4 +233,68 @@ func TestFailureConditions_QPMismatch_RFC5040_8_1_1(t *testing.T) {
 	require.Equal(t, termcode.RDMAPSTagNotAssociated, conditionFor(useReadSource, stag.QPMismatch).Code())
 	require.Equal(t, termcode.RDMAPProtCannotInvalidate, conditionFor(useInvalidate, stag.QPMismatch).Code())
 	require.Equal(t, rdmap.RDMAPLocalCatastrophic, conditionFor(useWriteSink, stag.BoundWindows), "never a lookup result")
+}
+
+// Two connections of one server PD: a type 2 window bound on the first is
+// reachable by the first's peer only; the second's peer gets "STag not
+// associated" (RFC 5040 §8.1.1 item 2) and its connection ends, while the
+// first goes on.
+func TestMW_Type2_TiedToItsQP_RFC5040_8_1_1(t *testing.T) {
+	checkLeaks(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pd := NewPD()
+	scq := NewCQ(64)
+	ln, err := Listen(ctx, "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	var sqp [2]*QP
+	var cli [2]*endpoint
+	for i := range sqp {
+		sqp[i], err = pd.NewQP(scq, QPCaps{})
+		require.NoError(t, err)
+		errc := make(chan error, 1)
+		go func() { errc <- ln.Accept(ctx, sqp[i]) }()
+		cli[i] = newEndpoint(t, QPCaps{})
+		require.NoError(t, cli[i].qp.Connect(ctx, "tcp", ln.Addr().String()))
+		require.NoError(t, <-errc)
+		t.Cleanup(func() { cli[i].qp.Close(); sqp[i].Close() })
+	}
+	mem := make([]byte, 128)
+	mr, err := pd.Register(mem, LocalWrite|RemoteWrite|MWBind)
+	require.NoError(t, err)
+	mw, err := pd.AllocMW(MWType2)
+	require.NoError(t, err)
+	require.NoError(t, sqp[0].PostSend(SendWR{Op: OpBindMW, Flags: Signaled, MW: mw,
+		Bind: BindInfo{MR: mr, Length: 64, Access: RemoteWrite, Key: mw.STag().Key() + 1}}))
+	var wcs [1]WorkCompletion
+	_, err = scq.Wait(ctx, wcs[:])
+	require.NoError(t, err)
+	require.Equal(t, WCBindMW, wcs[0].Op)
+	require.NoError(t, wcs[0].Err())
+	src := cli[0].register(t, 8, 0)
+	copy(src.Bytes(), "by qp 0!")
+	require.NoError(t, cli[0].qp.PostSend(SendWR{Op: OpWrite, Flags: Signaled, SGL: []SGE{src.SGE(0, 8)}, Remote: mw.Remote(0)}))
+	cli[0].waitOK(t, WCRDMAWrite)
+
+	other := cli[1].register(t, 8, 0)
+	copy(other.Bytes(), "by qp 1!")
+	require.NoError(t, cli[1].qp.PostSend(SendWR{Op: OpWrite, Flags: Signaled, SGL: []SGE{other.SGE(0, 8)}, Remote: mw.Remote(8)}))
+	<-sqp[1].Done()
+	var te *rdmap.TerminateError
+	require.ErrorAs(t, sqp[1].Err(), &te)
+	require.Equal(t, termcode.DDPTaggedSTagNotAssociated, te.Code)
+	<-sqp[1].finished
+
+	// The first connection is unaffected, and its Write is ordered before
+	// its later Send.
+	rbuf, err := pd.Register(make([]byte, 8), LocalWrite)
+	require.NoError(t, err)
+	require.NoError(t, sqp[0].PostRecv(RecvWR{ID: 1, SGL: []SGE{rbuf.SGE(0, 8)}}))
+	require.NoError(t, cli[0].qp.PostSend(SendWR{Op: OpSend, SGL: []SGE{src.SGE(0, 8)}}))
+	_, err = scq.Wait(ctx, wcs[:])
+	require.NoError(t, err)
+	require.Equal(t, WCRecv, wcs[0].Op)
+	require.Equal(t, "by qp 0!", string(mem[:8]))
+	require.Equal(t, make([]byte, 120), mem[8:])
 }
