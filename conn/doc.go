@@ -162,4 +162,16 @@
 // atomic of the process on that word; an RDMA Write into the same word is
 // not (an aligned 8-byte Write is one store, a longer one may be seen in
 // part).
+//
+// # Memory windows
+//
+// A memory window (PD.AllocMW) lends a peer a range of a region registered
+// with MWBind, with a subset of its remote rights, under its own STag. To
+// the peer it is an STag like any other, so windows work toward siw too.
+// Type 1 windows are bound by the verb MW.Bind; type 2 windows by an
+// OpBindMW work request, in send-queue order, and only the peer of that
+// queue pair may use them or invalidate them with a Send with Invalidate
+// (RFC 5040 §8.1.1 items 2 and 7). A region with windows bound can be
+// neither invalidated nor deregistered. docs/rfc-notes/rfc5040.md, rows
+// W1–W8, has the rules and the Terminates.
 package conn
