@@ -80,7 +80,12 @@
 //   - The stand-by set's lock (a leaf; standby.go): the process's list of
 //     receivers standing by while Waits receive, and its one timer.
 //   - A region's protection state is lock-free (package stag); a Watched
-//     region's bytes are guarded by its own lock during placement.
+//     region's bytes are guarded by its own lock during placement. A
+//     memory window's binding is a region of its own, published at the
+//     window's STag index: lookups read it lock-free like any region;
+//     binding, unbinding and invalidating a window take the stag table's
+//     lock (a leaf), which a Send with Invalidate naming a window takes on
+//     the receive path (mw.go).
 //
 // The lock order is receive token → transmit token → QP.mu → CQ.mu; a
 // token is only ever taken with TryLock while a later one is held. When a
@@ -175,4 +180,16 @@
 // connection beneath, a tap records the plaintext above TLS, and Close
 // closes TCP without a close_notify alert, whose write crypto/tls would
 // let a peer that stops reading hold up for five seconds.
+//
+// # Memory windows
+//
+// A memory window (PD.AllocMW) lends a peer a range of a region registered
+// with MWBind, with a subset of its remote rights, under its own STag. To
+// the peer it is an STag like any other, so windows work toward siw too.
+// Type 1 windows are bound by the verb MW.Bind; type 2 windows by an
+// OpBindMW work request, in send-queue order, and only the peer of that
+// queue pair may use them or invalidate them with a Send with Invalidate
+// (RFC 5040 §8.1.1 items 2 and 7). A region with windows bound can be
+// neither invalidated nor deregistered. docs/rfc-notes/rfc5040.md, rows
+// W1–W8, has the rules and the Terminates.
 package conn

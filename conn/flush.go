@@ -99,7 +99,7 @@ func (e *engine) rxFlushRequest(h *rdmap.Header, n int) error {
 	}
 	// A flush places nothing, but its range must be memory the peer may
 	// write (rule 10), with the checks and codes of a Read source.
-	r, _, f := qp.pd.pd.LookupRemote(stag.STag(fr.STag()), to, length, stag.RemoteWrite)
+	r, _, f := qp.pd.pd.LookupRemoteFrom(stag.STag(fr.STag()), to, length, stag.RemoteWrite, qp)
 	if f != stag.OK {
 		return rdmap.NewError(conditionFor(useReadSource, f), hdr, n, fr)
 	}

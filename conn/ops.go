@@ -33,4 +33,5 @@ var sendOps = [...]sendOpInfo{
 	OpCmpSwap:   {name: "cmp-swap", need: LocalWrite, wc: WCCompSwap, ext: rdmap.ExtRFC7306, start: (*engine).startAtomic},
 	OpWriteImm:  {name: "write-imm", need: stag.LocalRead, wc: WCRDMAWrite, ext: rdmap.ExtRFC7306, start: (*engine).startWrite},
 	OpSendImm:   {name: "send-imm", need: 0, wc: WCSend, ext: rdmap.ExtRFC7306, start: (*engine).startSendImm},
+	OpBindMW:    {name: "bind-mw", need: 0, wc: WCBindMW, start: (*engine).startBindMW},
 }

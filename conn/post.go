@@ -215,6 +215,7 @@ func (qp *QP) postSendLocked(wr *SendWR) error {
 		flushLen: wr.FlushLength,
 		imm:      wr.Imm,
 		atomic:   wr.Atomic,
+		bind:     bindOf(wr),
 	})
 	return nil
 }
@@ -228,6 +229,10 @@ func (qp *QP) checkOpLocked(op Op, wr *SendWR) error {
 	case OpLocalInv:
 		if len(wr.SGL) != 0 {
 			return fmt.Errorf("%w: local invalidate takes no SGL", ErrInvalidWR)
+		}
+	case OpBindMW:
+		if err := checkBindWR(wr); err != nil {
+			return err
 		}
 	case OpSendImm:
 		if len(wr.SGL) != 0 {

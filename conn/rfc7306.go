@@ -165,7 +165,7 @@ func (e *engine) rxAtomicRequest(h *rdmap.Header, n int) error {
 	if ar.TO()%8 != 0 {
 		return rdmap.NewError(rdmap.AtomicMisaligned, hdr, n, nil)
 	}
-	r, word, f := qp.pd.pd.LookupRemote(stag.STag(ar.STag()), ar.TO(), 8, stag.RemoteAtomic)
+	r, word, f := qp.pd.pd.LookupRemoteFrom(stag.STag(ar.STag()), ar.TO(), 8, stag.RemoteAtomic, qp)
 	if f != stag.OK {
 		return rdmap.NewError(conditionFor(useAtomicTarget, f), hdr, n, nil)
 	}

@@ -268,7 +268,7 @@ func (e *engine) rxWrite(h *rdmap.Header, n int) error {
 		//lint:ignore SA2001 the lock and unlock are the synchronisation
 		e.qp.mu.Unlock()
 	}
-	r, dst, f := e.qp.pd.pd.LookupRemote(stag.STag(ts.STag), ts.TO, uint64(ts.Len), stag.RemoteWrite)
+	r, dst, f := e.qp.pd.pd.LookupRemoteFrom(stag.STag(ts.STag), ts.TO, uint64(ts.Len), stag.RemoteWrite, e.qp)
 	if f != stag.OK {
 		return rdmap.NewError(conditionFor(useWriteSink, f), rx.hdr[:h.Len], n, nil)
 	}
@@ -460,7 +460,7 @@ func (e *engine) rxReadRequest(h *rdmap.Header, n int) error {
 	if size > 0 {
 		// A zero-length Read (the RFC 6581 Read RTR among others) moves
 		// nothing, so its source is not looked up (siw does the same).
-		r, src, f := qp.pd.pd.LookupRemote(stag.STag(rr.SrcSTag()), rr.SrcTO(), size, stag.RemoteRead)
+		r, src, f := qp.pd.pd.LookupRemoteFrom(stag.STag(rr.SrcSTag()), rr.SrcTO(), size, stag.RemoteRead, qp)
 		if f != stag.OK {
 			return rdmap.NewError(conditionFor(useReadSource, f), rx.hdr[:h.Len], n, rr)
 		}
@@ -490,7 +490,7 @@ func (e *engine) commitRecv(h *rdmap.Header, n int) error {
 	qp := e.qp
 	p := &e.rx.pend
 	if p.flags&WCWithInv != 0 {
-		if f := qp.pd.pd.RemoteInvalidate(stag.STag(p.invSTag)); f != stag.OK {
+		if f := qp.pd.pd.RemoteInvalidateFrom(stag.STag(p.invSTag), qp); f != stag.OK {
 			return rdmap.NewError(conditionFor(useInvalidate, f), e.rx.hdr[:h.Len], n, nil)
 		}
 		// Accesses of other connections still under way end before the

@@ -52,6 +52,7 @@ type sendWQE struct {
 	flushLen uint64
 	imm      uint64     // OpWriteImm, OpSendImm
 	atomic   AtomicArgs // OpFetchAdd, OpCmpSwap
+	bind     *bindWR    // OpBindMW
 	wcFlags  WCFlags    // for its completion
 	done     bool
 	status   WCStatus

@@ -20,11 +20,12 @@ const (
 // Terminate condition it ends the stream with; the condition gives the
 // code and attachments (rdmap, docs/rfc-notes/terminate.md). The hostile
 // suite sends every row and checks the Terminate's bytes.
-var failureConditions = [numRemoteUses][stag.CannotInvalidate + 1]rdmap.Condition{
+var failureConditions = [numRemoteUses][stag.QPMismatch + 1]rdmap.Condition{
 	useWriteSink: {
 		stag.InvalidSTag:  rdmap.WriteInvalidSTag,
 		stag.Invalidated:  rdmap.WriteInvalidSTag,
 		stag.PDMismatch:   rdmap.WriteSTagNotAssociated,
+		stag.QPMismatch:   rdmap.WriteSTagNotAssociated,
 		stag.AccessRights: rdmap.WriteAccessRights,
 		stag.BaseBounds:   rdmap.WriteBaseBounds,
 		stag.TOWrap:       rdmap.WriteTOWrap,
@@ -33,6 +34,7 @@ var failureConditions = [numRemoteUses][stag.CannotInvalidate + 1]rdmap.Conditio
 		stag.InvalidSTag:  rdmap.ReadReqSourceInvalidSTag,
 		stag.Invalidated:  rdmap.ReadReqSourceInvalidSTag,
 		stag.PDMismatch:   rdmap.ReadReqSourceNotAssociated,
+		stag.QPMismatch:   rdmap.ReadReqSourceNotAssociated,
 		stag.AccessRights: rdmap.ReadReqSourceAccessRights,
 		stag.BaseBounds:   rdmap.ReadReqSourceBaseBounds,
 		stag.TOWrap:       rdmap.ReadReqSourceTOWrap,
@@ -40,11 +42,13 @@ var failureConditions = [numRemoteUses][stag.CannotInvalidate + 1]rdmap.Conditio
 	useInvalidate: {
 		stag.CannotInvalidatePD: rdmap.SendInvProtection,
 		stag.CannotInvalidate:   rdmap.SendInvCannotInvalidate,
+		stag.QPMismatch:         rdmap.SendInvProtection,
 	},
 	useAtomicTarget: {
 		stag.InvalidSTag:  rdmap.AtomicTargetInvalidSTag,
 		stag.Invalidated:  rdmap.AtomicTargetInvalidSTag,
 		stag.PDMismatch:   rdmap.AtomicTargetNotAssociated,
+		stag.QPMismatch:   rdmap.AtomicTargetNotAssociated,
 		stag.AccessRights: rdmap.AtomicTargetAccessRights,
 		stag.BaseBounds:   rdmap.AtomicTargetBaseBounds,
 		stag.TOWrap:       rdmap.AtomicTargetTOWrap,

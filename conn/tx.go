@@ -332,7 +332,7 @@ func (e *engine) startedSQ(ctr uint32, w *sendWQE, err error) {
 
 func (e *engine) startLocalInv(_ *sendOpInfo, ctr uint32, w *sendWQE, _ []sgeRef) {
 	qp := e.qp
-	if f := qp.pd.pd.Invalidate(w.invSTag); f != stag.OK {
+	if f := qp.pd.pd.InvalidateFrom(w.invSTag, qp); f != stag.OK {
 		w.status, w.err = WCLocProtErr, f
 	} else if r := qp.pd.pd.Find(w.invSTag); r != nil && r.RemoteUses() > 0 {
 		// Remote accesses under way end before the work request completes;

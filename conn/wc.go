@@ -15,6 +15,8 @@ import (
 //     request could finish (Close, a peer's FIN or reset, a Terminate);
 //   - WCLocProtErr: a local invalidate of an STag this side may not
 //     invalidate;
+//   - WCMWBindErr: an OpBindMW the window or region refuses (MW.Bind's
+//     rules);
 //   - WCLocQPOpErr: a work request that cannot be carried out at all (an
 //     RDMA Write whose tagged offset would wrap);
 //   - WCRemAccessErr, WCRemInvReqErr, WCRemOpErr: the peer answered the
@@ -94,6 +96,7 @@ const (
 	WCFlush
 	WCCompSwap // RFC 7306 CmpSwap
 	WCFetchAdd // RFC 7306 FetchAdd
+	WCBindMW   // OpBindMW
 )
 
 func (o WCOpcode) String() string {
@@ -114,6 +117,8 @@ func (o WCOpcode) String() string {
 		return "comp-swap"
 	case WCFetchAdd:
 		return "fetch-add"
+	case WCBindMW:
+		return "bind-mw"
 	}
 	return fmt.Sprintf("WCOpcode(%d)", uint8(o))
 }

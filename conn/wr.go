@@ -28,7 +28,10 @@ const (
 	OpWrite
 	// OpRead reads Remote from the peer's memory into the SGL.
 	OpRead
-	// OpLocalInv invalidates the local STag InvSTag, in send-queue order.
+	// OpLocalInv invalidates the local STag InvSTag, in send-queue order:
+	// a region's, or a type 2 memory window's bound through this queue
+	// pair (a type 1 window's, or another queue pair's window's, completes
+	// with WCLocProtErr, as in verbs).
 	OpLocalInv
 	// OpFlush asks an iwarp-go peer to make the range of FlushLength bytes
 	// at Remote persistent and visible, and completes once it answered
@@ -62,6 +65,12 @@ const (
 	// WCWithImm, Imm and ByteLen 0. RFC 7306 has no Send that carries both
 	// data and an immediate value.
 	OpSendImm
+	// OpBindMW binds the type 2 memory window MW as Bind says, in
+	// send-queue order (verbs' IBV_WR_BIND_MW), and ties it to this queue
+	// pair: peers reach it through this connection only. It takes no SGL,
+	// puts nothing on the wire and completes with WCBindMW, or with
+	// WCMWBindErr if the window or region refuses the bind (MW.Bind).
+	OpBindMW
 )
 
 func (o Op) String() string {
@@ -137,6 +146,9 @@ type SendWR struct {
 	Imm uint64
 	// Atomic holds the operands of OpFetchAdd and OpCmpSwap.
 	Atomic AtomicArgs
+	// MW and Bind are the window and the binding of OpBindMW.
+	MW   *MW
+	Bind BindInfo
 }
 
 // RecvWR is a receive-queue work request: a buffer for one incoming Send.

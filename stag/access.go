@@ -18,11 +18,19 @@ const (
 	RemoteRead                      // source of a peer's RDMA Read
 	RemoteWrite                     // sink of a peer's RDMA Write
 	RemoteAtomic                    // target of a peer's RFC 7306 Atomic Request
+	// MWBind lets memory windows be bound to the region (Window.Bind),
+	// as verbs' IBV_ACCESS_MW_BIND: a region registered without it can
+	// never be reached through a window.
+	MWBind
 
-	allAccess = LocalRead | LocalWrite | RemoteRead | RemoteWrite | RemoteAtomic
+	allAccess = LocalRead | LocalWrite | RemoteRead | RemoteWrite | RemoteAtomic | MWBind
+
+	// remoteAccess is what a window may grant: it is only ever named by
+	// peers.
+	remoteAccess = RemoteRead | RemoteWrite | RemoteAtomic
 )
 
-var accessNames = [...]string{"LocalRead", "LocalWrite", "RemoteRead", "RemoteWrite", "RemoteAtomic"}
+var accessNames = [...]string{"LocalRead", "LocalWrite", "RemoteRead", "RemoteWrite", "RemoteAtomic", "MWBind"}
 
 // Has reports whether a grants every right in need.
 func (a Access) Has(need Access) bool { return a&need == need }

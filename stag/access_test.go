@@ -11,9 +11,10 @@ func TestAccess_String(t *testing.T) {
 		0:                                   "none",
 		LocalRead:                           "LocalRead",
 		LocalWrite | RemoteWrite:            "LocalWrite|RemoteWrite",
-		allAccess:                           "LocalRead|LocalWrite|RemoteRead|RemoteWrite|RemoteAtomic",
+		allAccess:                           "LocalRead|LocalWrite|RemoteRead|RemoteWrite|RemoteAtomic|MWBind",
 		RemoteRead | 0x80:                   "RemoteRead|0x80",
-		0x30:                                "RemoteAtomic|0x20",
+		0x30:                                "RemoteAtomic|MWBind",
+		0x50:                                "RemoteAtomic|0x40",
 		LocalRead | LocalWrite | RemoteRead: "LocalRead|LocalWrite|RemoteRead",
 	}
 	for a, want := range cases {
@@ -36,7 +37,7 @@ func TestAccess_Validate_RemoteWriteNeedsLocalWrite(t *testing.T) {
 	require.ErrorIs(t, (LocalRead | RemoteWrite).Validate(), ErrBadAccess)
 	require.NoError(t, (LocalWrite | RemoteWrite).Validate())
 	require.ErrorIs(t, Access(0).Validate(), ErrBadAccess)
-	require.ErrorIs(t, (LocalRead | 0x20).Validate(), ErrBadAccess)
+	require.ErrorIs(t, (LocalRead | 0x40).Validate(), ErrBadAccess)
 	require.ErrorIs(t, (LocalRead | RemoteAtomic).Validate(), ErrBadAccess)
 	require.NoError(t, (LocalWrite | RemoteAtomic).Validate())
 	for a := Access(1); a <= allAccess; a++ {

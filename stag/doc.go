@@ -41,4 +41,12 @@
 // peer reads or writes a byte of the memory. Deregister refuses to run while
 // local work holds a reference (Region.Acquire), which is how posted work
 // requests keep their memory registered until they complete.
+//
+// A memory window (PD.AllocWindow, window.go) holds an STag index of its
+// own; each bind publishes there an immutable binding, a Region of kind
+// KindMemoryWindow that narrows a region's range and rights, so lookups
+// treat windows and regions alike. A type 2 binding names the stream it
+// is tied to, which LookupRemoteFrom compares with the stream the access
+// arrived on. A region's state word carries a windows-bound bit: while
+// it is set the region can be neither invalidated nor deregistered.
 package stag

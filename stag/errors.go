@@ -21,6 +21,17 @@ var (
 	ErrNotInvalid = errors.New("stag: region is not in the invalid state")
 	// ErrTooManyRefs: Acquire would overflow the reference count.
 	ErrTooManyRefs = errors.New("stag: too many references")
+	// ErrWindowsBound: the region cannot be invalidated or deregistered
+	// while memory windows are bound to it.
+	ErrWindowsBound = errors.New("stag: memory windows bound to the region")
+	// ErrBadBind: a window bind names no region, a region of another PD,
+	// a region without MWBind, rights it does not grant, or a range
+	// outside it.
+	ErrBadBind = errors.New("stag: invalid memory window bind")
+	// ErrWindowBound: a type 2 window was bound again while bound.
+	ErrWindowBound = errors.New("stag: type 2 memory window already bound")
+	// ErrIsWindow: a region-only call was given a window's STag.
+	ErrIsWindow = errors.New("stag: STag names a memory window")
 	// ErrBadOption: a table option was given an out-of-range value.
 	ErrBadOption = errors.New("stag: invalid option")
 )

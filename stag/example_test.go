@@ -89,3 +89,45 @@ func ExampleRegion_Acquire() {
 	// stag: region busy: references held
 	// <nil>
 }
+
+// Lend a peer 16 bytes of a region through a type 2 window tied to one
+// stream: the window's bounds and stream are checked like a region's PD.
+func ExampleWindow_Bind() {
+	tab, err := stag.NewTable()
+	if err != nil {
+		panic(err)
+	}
+	pd := tab.NewPD()
+	buf := make([]byte, 64)
+	mr, err := pd.Register(buf, stag.LocalWrite|stag.RemoteWrite|stag.MWBind, stag.BaseZero())
+	if err != nil {
+		panic(err)
+	}
+	w, err := pd.AllocWindow(stag.WindowType2)
+	if err != nil {
+		panic(err)
+	}
+	type stream struct{ name string }
+	mine, theirs := &stream{"qp 1"}, &stream{"qp 2"}
+	b, _, err := w.Bind(stag.BindSpec{Region: mr, Offset: 32, Length: 16, Access: stag.RemoteWrite,
+		ZeroBased: true, Key: w.STag().Key() + 1, QP: mine})
+	if err != nil {
+		panic(err)
+	}
+	r, dst, f := pd.LookupRemoteFrom(b.STag(), 0, 5, stag.RemoteWrite, mine)
+	fmt.Println(f)
+	copy(dst, "hello")
+	r.ReleaseRemote()
+	_, _, f = pd.LookupRemoteFrom(b.STag(), 12, 5, stag.RemoteWrite, mine)
+	fmt.Println(f)
+	_, _, f = pd.LookupRemoteFrom(b.STag(), 0, 5, stag.RemoteWrite, theirs)
+	fmt.Println(f)
+	fmt.Println(pd.RemoteInvalidateFrom(b.STag(), mine), w.Bound())
+	fmt.Printf("%q\n", buf[32:37])
+	// Output:
+	// ok
+	// base or bounds violation
+	// STag not associated with this stream (window of another queue pair)
+	// ok false
+	// "hello"
+}

@@ -38,8 +38,19 @@ const (
 	CannotInvalidatePD
 	// CannotInvalidate: a Send with Invalidate names an STag that is not a
 	// valid region of this table (unknown, wrong key, already invalid,
-	// deregistered), or a region registered with NoRemoteInvalidate.
+	// deregistered), a region registered with NoRemoteInvalidate or with
+	// windows bound to it, or a type 1 memory window (which only its
+	// owner's Bind and Invalidate change, as in verbs).
 	CannotInvalidate
+
+	// QPMismatch: the STag names a type 2 memory window bound through
+	// another stream (queue pair). On the wire it is "STag not associated
+	// with this stream"; for an invalidation, "cannot be invalidated"
+	// with the protection type (RFC 5040 §5.3 and §8.1.1 items 2 and 7).
+	QPMismatch
+	// BoundWindows: a local invalidation names a region that memory
+	// windows are bound to.
+	BoundWindows
 
 	numFailures
 )
@@ -54,6 +65,8 @@ var failureNames = [numFailures]string{
 	TOWrap:             "tagged offset wrap",
 	CannotInvalidatePD: "STag cannot be invalidated (other protection domain)",
 	CannotInvalidate:   "STag cannot be invalidated",
+	QPMismatch:         "STag not associated with this stream (window of another queue pair)",
+	BoundWindows:       "region has memory windows bound",
 }
 
 // String names the failure.

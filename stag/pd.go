@@ -103,12 +103,16 @@ func (pd *PD) RegisterAttached(buf []byte, access Access, base Base, attachment 
 // bounds violation.
 //
 // Lookup takes no lock and does not allocate.
+//
+// A type 2 memory window is tied to the stream that bound it, which Lookup
+// does not know: an access through one fails with QPMismatch (use
+// LookupRemoteFrom).
 func (pd *PD) Lookup(s STag, to, length uint64, need Access) ([]byte, Failure) {
-	_, b, f := pd.lookup(s, to, length, need)
+	_, b, f := pd.lookup(s, to, length, need, nil)
 	return b, f
 }
 
-func (pd *PD) lookup(s STag, to, length uint64, need Access) (*Region, []byte, Failure) {
+func (pd *PD) lookup(s STag, to, length uint64, need Access, qp any) (*Region, []byte, Failure) {
 	// Table.find, written out so that it also stops at the index's region
 	// when only the key is wrong, instead of probing on to a nil slot: this
 	// is the receive path's lookup, once per tagged segment. One load gives
@@ -141,6 +145,12 @@ func (pd *PD) lookup(s STag, to, length uint64, need Access) (*Region, []byte, F
 	}
 	if r.pd != pd {
 		return nil, nil, PDMismatch
+	}
+	// A type 2 window is usable on the one stream it was bound through
+	// (RFC 5040 §8.1.1 item 2: "if an STag is limited in scope to a single
+	// Stream, no other Stream can use the STag"; RFC 5041 §8.2).
+	if r.owner != nil && r.owner != qp {
+		return nil, nil, QPMismatch
 	}
 	if !r.access.Has(need) {
 		return nil, nil, AccessRights
@@ -184,7 +194,17 @@ func (pd *PD) Find(s STag) *Region {
 //
 // LookupRemote takes no lock and does not allocate.
 func (pd *PD) LookupRemote(s STag, to, length uint64, need Access) (*Region, []byte, Failure) {
-	r, b, f := pd.lookup(s, to, length, need)
+	return pd.LookupRemoteFrom(s, to, length, need, nil)
+}
+
+// LookupRemoteFrom is LookupRemote for an access that arrived on stream qp
+// (package conn passes its *QP): a type 2 memory window bound through
+// another stream fails with QPMismatch, checked after the PD and before
+// the rights. qp must be nil or a comparable value such as a pointer.
+//
+// LookupRemoteFrom takes no lock and does not allocate.
+func (pd *PD) LookupRemoteFrom(s STag, to, length uint64, need Access, qp any) (*Region, []byte, Failure) {
+	r, b, f := pd.lookup(s, to, length, need, qp)
 	if f != OK {
 		return nil, nil, f
 	}
@@ -234,8 +254,16 @@ func within(off, n, size uint64) bool { return off <= size && n <= size-off }
 // Invalidate carries out a local invalidate work request naming s on a
 // stream of this PD. An unknown or freed STag or a wrong key gives
 // InvalidSTag, a region of another PD gives PDMismatch. Invalidating an
-// already invalid region succeeds (verbs semantics, as siw).
-func (pd *PD) Invalidate(s STag) Failure {
+// already invalid region succeeds (verbs semantics, as siw). A region
+// with windows bound gives BoundWindows; a memory window is handled as
+// InvalidateFrom with no stream.
+func (pd *PD) Invalidate(s STag) Failure { return pd.InvalidateFrom(s, nil) }
+
+// InvalidateFrom is Invalidate for a work request posted on stream qp. For
+// a memory window it follows verbs' IBV_WR_LOCAL_INV: only a type 2 window
+// may be invalidated this way (a type 1 window gives CannotInvalidate), and
+// only through the stream it was bound through (else QPMismatch).
+func (pd *PD) InvalidateFrom(s STag, qp any) Failure {
 	r, w := pd.t.find(s)
 	for {
 		if wordSTag(w) != s || wordState(w) == StateFree {
@@ -244,8 +272,14 @@ func (pd *PD) Invalidate(s STag) Failure {
 		if r.pd != pd {
 			return PDMismatch
 		}
+		if r.kind == KindMemoryWindow {
+			return pd.t.invalidateWindow(r, qp, false)
+		}
 		if wordState(w) == StateInvalid {
 			return OK
+		}
+		if w&boundBit != 0 {
+			return BoundWindows
 		}
 		if r.word.CompareAndSwap(w, withState(w, StateInvalid)) {
 			return OK
@@ -269,7 +303,18 @@ func (pd *PD) Invalidate(s STag) Failure {
 //
 // siw is more lenient: it does not compare the key and lets an invalid STag
 // be invalidated again. The stricter rules cost nothing toward a correct peer.
-func (pd *PD) RemoteInvalidate(s STag) Failure {
+//
+// A region with memory windows bound gives CannotInvalidate. A window's
+// STag is handled as RemoteInvalidateFrom with no stream.
+func (pd *PD) RemoteInvalidate(s STag) Failure { return pd.RemoteInvalidateFrom(s, nil) }
+
+// RemoteInvalidateFrom is RemoteInvalidate for a Send with Invalidate that
+// arrived on stream qp. A memory window's STag follows verbs: a type 1
+// window cannot be invalidated by a peer (CannotInvalidate); a type 2
+// window only by a message on the stream it was bound through (else
+// QPMismatch, which is sent as 0/1/0x09 like CannotInvalidatePD), and only
+// while bound (else CannotInvalidate).
+func (pd *PD) RemoteInvalidateFrom(s STag, qp any) Failure {
 	r, w := pd.t.find(s)
 	for {
 		if wordSTag(w) != s || wordState(w) == StateFree {
@@ -278,7 +323,10 @@ func (pd *PD) RemoteInvalidate(s STag) Failure {
 		if r.pd != pd {
 			return CannotInvalidatePD
 		}
-		if wordState(w) != StateValid || r.noRemoteInv {
+		if r.kind == KindMemoryWindow {
+			return pd.t.invalidateWindow(r, qp, true)
+		}
+		if wordState(w) != StateValid || r.noRemoteInv || w&boundBit != 0 {
 			return CannotInvalidate
 		}
 		if r.word.CompareAndSwap(w, withState(w, StateInvalid)) {

@@ -30,20 +30,24 @@ func (s State) String() string {
 	return fmt.Sprintf("State(%d)", uint8(s))
 }
 
-// Kind says what an STag names. Only memory regions exist today; memory
-// windows will be a second kind whose bind path narrows a region's range and
-// rights under a new STag.
+// Kind says what an STag names: a registered region, or the binding of a
+// memory window, which narrows a region's range and rights under its own
+// STag (window.go).
 type Kind uint8
 
 // Region kinds.
 const (
 	KindMemoryRegion Kind = iota
+	KindMemoryWindow
 )
 
 // String names the kind.
 func (k Kind) String() string {
-	if k == KindMemoryRegion {
+	switch k {
+	case KindMemoryRegion:
 		return "MR"
+	case KindMemoryWindow:
+		return "MW"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -52,12 +56,18 @@ func (k Kind) String() string {
 // STag and the state consistently with a single atomic load, and so that
 // Acquire and Deregister decide against each other with one CAS each:
 //
-//	bits 63..32 STag   bits 31..24 State   bits 23..0 reference count
+//	bits 63..32 STag   bit 31 windows bound   bits 30..24 State
+//	bits 23..0 reference count
+//
+// The windows-bound bit is in the word so that binding a window and
+// invalidating its region decide against each other with one CAS each.
 const (
 	refBits    = 24
 	maxRefs    = 1<<refBits - 1
 	stateShift = 24
 	stagShift  = 32
+	stateMask  = 0x7f
+	boundBit   = 0x80 << stateShift
 )
 
 func pack(s STag, st State, refs uint32) uint64 {
@@ -65,10 +75,10 @@ func pack(s STag, st State, refs uint32) uint64 {
 }
 
 func wordSTag(w uint64) STag   { return STag(w >> stagShift) }
-func wordState(w uint64) State { return State(w >> stateShift) }
+func wordState(w uint64) State { return State(w>>stateShift) & stateMask }
 func wordRefs(w uint64) uint32 { return uint32(w) & maxRefs }
 func withState(w uint64, st State) uint64 {
-	return w&^(0xff<<stateShift) | uint64(st)<<stateShift
+	return w&^(stateMask<<stateShift) | uint64(st)<<stateShift
 }
 
 // Region is a registered buffer. Its buffer, base, rights and PD never
@@ -89,6 +99,15 @@ type Region struct {
 	base        uint64
 	buf         []byte
 	attachment  any
+
+	// Memory windows (window.go). A binding's owner is the stream a
+	// type 2 window is tied to (nil: any stream of the PD); parent is the
+	// region it is bound to. windows counts a region's bound windows,
+	// under Table.mu.
+	owner   any
+	parent  *Region
+	mwType  WindowType
+	windows int
 }
 
 // STag returns the region's current STag.
@@ -183,7 +202,17 @@ func (r *Region) Release() {
 // with Invalidated from now on (accesses already under way keep their
 // LookupRemote reference until they release it). Invalidating an invalid region is allowed and
 // changes nothing (verbs semantics). It fails only on a freed region.
+//
+// A region that memory windows are bound to cannot be invalidated
+// (ErrWindowsBound), as in verbs; invalidating a window's binding unbinds it.
 func (r *Region) Invalidate() error {
+	if r.kind == KindMemoryWindow {
+		t := r.pd.t
+		t.mu.Lock()
+		t.unbind(r)
+		t.mu.Unlock()
+		return nil
+	}
 	for {
 		w := r.word.Load()
 		switch wordState(w) {
@@ -191,6 +220,9 @@ func (r *Region) Invalidate() error {
 			return ErrDeregistered
 		case StateInvalid:
 			return nil
+		}
+		if w&boundBit != 0 {
+			return ErrWindowsBound
 		}
 		if r.word.CompareAndSwap(w, withState(w, StateInvalid)) {
 			return nil
@@ -203,6 +235,9 @@ func (r *Region) Invalidate() error {
 // table's last retired STags, so the STag that was invalidated stays
 // unusable. It returns the new STag.
 func (r *Region) Revalidate() (STag, error) {
+	if r.kind == KindMemoryWindow {
+		return 0, ErrIsWindow
+	}
 	t := r.pd.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -233,7 +268,12 @@ func (r *Region) Revalidate() (STag, error) {
 // fail at once; a remote access that passed LookupRemote before keeps its
 // reference until it releases it, which RemoteUses reports: the caller that
 // must know the memory is no longer touched (package conn) waits for it.
+// While memory windows are bound to the region it fails with
+// ErrWindowsBound, which wraps ErrBusy (verbs' EBUSY from ibv_dereg_mr).
 func (r *Region) Deregister() error {
+	if r.kind == KindMemoryWindow {
+		return ErrIsWindow
+	}
 	t := r.pd.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -244,6 +284,8 @@ func (r *Region) Deregister() error {
 			return ErrDeregistered
 		case wordRefs(w) != 0:
 			return ErrBusy
+		case w&boundBit != 0:
+			return errWindowsBusy
 		}
 		if r.word.CompareAndSwap(w, withState(w, StateFree)) {
 			t.unpublish(r)
