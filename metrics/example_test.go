@@ -36,4 +36,6 @@ func ExampleSource() {
 	// initiator_gone 0
 	// expired 0
 	// rejected 0
+	// tls_failed 0
+	// tls_required 0
 }

@@ -52,4 +52,6 @@ var RefusalReasons = []RefusalReason{
 	{"initiator_gone", func(s *conn.ListenerStats) uint64 { return s.Dead }},
 	{"expired", func(s *conn.ListenerStats) uint64 { return s.Expired }},
 	{"rejected", func(s *conn.ListenerStats) uint64 { return s.Rejected }},
+	{"tls_failed", func(s *conn.ListenerStats) uint64 { return s.TLSFailed }},
+	{"tls_required", func(s *conn.ListenerStats) uint64 { return s.TLSRequired }},
 }

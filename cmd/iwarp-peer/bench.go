@@ -292,8 +292,8 @@ func printCPU(w io.Writer, r *bench.Result) {
 	}
 	fmt.Fprintln(w, line)
 	if r.CPUnsPerOp != nil && r.CPURatio != nil {
-		fmt.Fprintf(w, "  CPU per round trip, both endpoints: iwarp-go %.0f ns, raw TCP %.0f ns, ratio %s\n",
-			*r.CPUnsPerOp, *r.TCPCPUnsPerOp, ratio(r.CPURatio, r.CPURatioMin, r.CPURatioMax))
+		fmt.Fprintf(w, "  CPU per round trip, both endpoints: iwarp-go %.0f ns, %s %.0f ns, ratio %s\n",
+			*r.CPUnsPerOp, baseline(r), *r.TCPCPUnsPerOp, ratio(r.CPURatio, r.CPURatioMin, r.CPURatioMax))
 	}
 }
 
