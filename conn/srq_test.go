@@ -427,3 +427,112 @@ func TestSRQ_Empty_RFC5041_7_2(t *testing.T) {
 	require.Equal(t, wantTerminate(rdmap.SendNoBuffer, u[:ddp.UntaggedHeaderLen], len(u), nil), peer.terminate())
 	<-qp.Done()
 }
+
+// With a completion handler on the server's CQ, each receive completion
+// of any bound queue pair reaches the handler, which reposts its buffer
+// to the SRQ from inside the handler (no library lock is held there):
+// more Sends than the SRQ is deep get through, one at a time per
+// connection, on two connections.
+func TestSRQ_CompletionHandlerReposts(t *testing.T) {
+	checkLeaks(t)
+	const conns, depth, sends = 2, 2, 20
+	s := newSRQServer(t, SRQCaps{Depth: depth, MaxSGE: 1})
+	mr, err := s.pd.Register(make([]byte, depth*32), LocalWrite)
+	require.NoError(t, err)
+	var mu sync.Mutex
+	got := map[uint32][]string{} // QPN → messages in arrival order
+	herr := make(chan error, 1)
+	cq := NewCQ(depth+4, WithCompletionHandler(func(wc *WorkCompletion) {
+		if wc.Status != WCSuccess {
+			return // the flush of a closing queue pair
+		}
+		off := int(wc.ID) * 32
+		m := string(mr.Bytes()[off : off+int(wc.ByteLen)])
+		if err := s.srq.PostRecv(RecvWR{ID: wc.ID, SGL: []SGE{mr.SGE(off, 32)}}); err != nil {
+			select {
+			case herr <- err:
+			default:
+			}
+		}
+		// Recorded after the repost: a sender that sees its message here
+		// knows the buffer is back on the SRQ.
+		mu.Lock()
+		got[wc.QPN] = append(got[wc.QPN], m)
+		mu.Unlock()
+	}))
+	for i := range depth {
+		require.NoError(t, s.srq.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{mr.SGE(i*32, 32)}}))
+	}
+	servers := make([]*QP, conns)
+	clients := make([]*endpoint, conns)
+	for c := range conns {
+		var wait func() error
+		servers[c], wait = s.accept(cq)
+		clients[c] = s.dialGo(QPCaps{})
+		require.NoError(t, wait())
+	}
+	var wg sync.WaitGroup
+	for c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ep := clients[c]
+			src, err := ep.pd.Register(make([]byte, 32), 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for i := range sends {
+				n := copy(src.Bytes(), []byte{byte('a' + c), byte('0' + i%10)})
+				// One Send at a time per connection, and as many
+				// connections as receives: the SRQ never runs dry.
+				if err := ep.qp.PostSend(SendWR{Op: OpSend, Flags: Signaled, SGL: []SGE{src.SGE(0, n)}}); err != nil {
+					t.Error(err)
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), hangLimit)
+				var wcs [1]WorkCompletion
+				_, err := ep.cq.Wait(ctx, wcs[:])
+				cancel()
+				if err == nil {
+					err = wcs[0].Err()
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				// The Send completed at the sender; wait until the server
+				// handled it so that the next cannot overtake the repost.
+				for deadline := time.Now().Add(hangLimit); ; {
+					mu.Lock()
+					done := len(got[servers[c].QPN()]) > i
+					mu.Unlock()
+					if done {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Errorf("connection %d: Send %d never completed at the server", c, i)
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-herr:
+		t.Fatal("reposting from the handler:", err)
+	default:
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for c, q := range servers {
+		msgs := got[q.QPN()]
+		require.Len(t, msgs, sends, "connection %d", c)
+		for i, m := range msgs {
+			require.Equal(t, string([]byte{byte('a' + c), byte('0' + i%10)}), m, "connection %d message %d", c, i)
+		}
+	}
+	require.Equal(t, depth, s.srq.Len(), "every buffer reposted")
+}
