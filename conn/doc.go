@@ -20,7 +20,9 @@
 // network; it fails with ErrSQFull, ErrRQFull or ErrCQFull when a queue, or
 // the completion queue that must take the work's completion, is full (CQ
 // room is reserved when work is posted, so the receive path never waits for
-// the application). context.Context bounds connection setup and waits.
+// the application; for a shared receive queue, when a queue pair takes the
+// receive: see "Shared receive queues"). context.Context bounds connection
+// setup and waits.
 //
 // # Concurrency
 //
@@ -65,6 +67,11 @@
 //     socket does not take to the transmitter.
 //   - QP.mu: the queue pair's state, the send queue, the receive queue, the
 //     outbound and inbound Read queues, completions waiting for a handler.
+//   - SRQ.mu: a shared receive queue's ring of posted receives, its count
+//     of bound queue pairs and its armed limit. The receive token holder
+//     of any bound queue pair takes a receive from it (under its QP.mu),
+//     and posting takes it alone. A receive, once taken, belongs to that
+//     queue pair (guarded by its QP.mu) until it completes.
 //   - CQ.mu: the completion ring and the queue pairs completing on the
 //     CQ. The count of slots held or promised to posted work (reserved at
 //     posting, given back by unsignaled completions) is an atomic beside
@@ -87,8 +94,9 @@
 //     lock (a leaf), which a Send with Invalidate naming a window takes on
 //     the receive path (mw.go).
 //
-// The lock order is receive token → transmit token → QP.mu → CQ.mu; a
-// token is only ever taken with TryLock while a later one is held. When a
+// The lock order is receive token → transmit token → QP.mu → SRQ.mu →
+// CQ.mu; a token is only ever taken with TryLock while a later one is
+// held. When a
 // connection fails, whoever holds or next takes each token ends that
 // token's role; the last role to end flushes the queues and closes the
 // queue pair. Nothing waits for a particular goroutine, so a call that
@@ -102,6 +110,31 @@
 // receiver or transmitter of its queue pair may be the goroutine running
 // it. Close called from a handler (or while one runs) returns without
 // waiting for that handler; the flushed completions follow when it returns.
+//
+// # Shared receive queues
+//
+// A queue pair created with QPCaps.SRQ takes its receives from a shared
+// receive queue (PD.NewSRQ, SRQ.PostRecv) that many queue pairs draw on,
+// possibly completing on different CQs. Which queue pair consumes a
+// receive is unknown when it is posted, so SRQ.PostRecv reserves no CQ
+// room. The receive is taken from the SRQ, and a slot reserved on the
+// taking queue pair's receive CQ, when the first segment of a Send
+// arrives on that queue pair; the rest of the message goes into the same
+// receive, whatever other queue pairs take meanwhile. If that CQ is full,
+// the receive stays on the SRQ for the other queue pairs and the
+// connection ends with an RDMAP Local Catastrophic Error Terminate, its
+// error wrapping ErrCQFull: the CQ overrun that verbs reports as a fatal
+// queue-pair error. Size each CQ for the receive completions its queue
+// pairs may leave unpolled, plus their send work. This
+// keeps CQs independent of the SRQ, as in verbs, where a shared CQ per SRQ
+// would have been the only way to reserve at posting; and a taken receive
+// costs exactly one slot, whichever CQ it lands on.
+//
+// When a bound queue pair closes or fails, only the receive its message in
+// progress had taken is completed, with WCWRFlushErr on its CQ; the SRQ's
+// other receives stay posted for the remaining queue pairs. SRQ.Close
+// fails while queue pairs that are not closed are bound to it, and
+// otherwise drops the receives still posted, with no completion.
 //
 // # Memory model
 //

@@ -87,7 +87,8 @@ func fuzzSeed(ulpdus ...[]byte) []byte { return fuzzSeedMode(1, ulpdus...) }
 
 // fuzzSeedMode is fuzzSeed with the mode byte: bit 0 framed, bits 1–2 the
 // peer-to-peer RTR type (0 none, 1 Write, 2 Read, 3 Send), bit 3 an
-// iwarp-go peer (its trailer: the Flush extension on).
+// iwarp-go peer (its trailer: the Flush extension on), bit 4 receives from
+// a shared receive queue.
 func fuzzSeedMode(mode byte, ulpdus ...[]byte) []byte {
 	b := []byte{mode}
 	for _, u := range ulpdus {
@@ -135,6 +136,10 @@ func FuzzReceivePath(f *testing.F) {
 	f.Add(fuzzSeedMode(1|1<<3, rdmap.AppendImmediate(nil, rdmap.OpImmediate, 1, 5), rdmap.AppendImmediate(nil, rdmap.OpImmediateSE, 2, 6)))
 	f.Add(fuzzSeedMode(1|1<<3, rdmap.AppendAtomicResponse(nil, 1, 1, 1)))
 	f.Add(fuzzSeedMode(1, rdmap.AppendAtomicRequest(nil, 1, rdmap.AtomicRequestFields{STag: rw})))
+	// Receives from a shared receive queue: whole, half and too many Sends.
+	f.Add(fuzzSeedMode(1|1<<4, uSend(rdmap.OpSend, true, 0, 0, 1, 0, payload), uSend(rdmap.OpSend, true, 0, 0, 2, 0, payload)))
+	f.Add(fuzzSeedMode(1|1<<4, uSend(rdmap.OpSend, false, 0, 0, 1, 0, payload)))
+	f.Add(fuzzSeedMode(1|1<<4, uSend(rdmap.OpSend, true, 0, 0, 1, 0, nil), uSend(rdmap.OpSend, true, 0, 0, 2, 0, nil), uSend(rdmap.OpSend, true, 0, 0, 3, 0, nil)))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 {
@@ -146,12 +151,25 @@ func FuzzReceivePath(f *testing.F) {
 
 		ft, pd := newFuzzTarget(t)
 		cq := NewCQ(16)
-		qp, err := pd.NewQP(cq, QPCaps{RecvDepth: 2, SendDepth: 2})
+		caps := QPCaps{RecvDepth: 2, SendDepth: 2}
+		var srq *SRQ
+		if data[0]&(1<<4) != 0 {
+			var err error
+			if srq, err = pd.NewSRQ(SRQCaps{Depth: 2, MaxSGE: 1}); err != nil {
+				t.Fatal(err)
+			}
+			caps.SRQ = srq
+		}
+		qp, err := pd.NewQP(cq, caps)
 		if err != nil {
 			t.Fatal(err)
 		}
-		qp.PostRecv(RecvWR{SGL: []SGE{ft.recv.SGE(0, 100)}})
-		qp.PostRecv(RecvWR{SGL: []SGE{ft.recv.SGE(100, 156)}})
+		post := qp.PostRecv
+		if srq != nil {
+			post = srq.PostRecv
+		}
+		post(RecvWR{SGL: []SGE{ft.recv.SGE(0, 100)}})
+		post(RecvWR{SGL: []SGE{ft.recv.SGE(100, 156)}})
 
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -198,6 +216,23 @@ func FuzzReceivePath(f *testing.F) {
 		}
 		a.Close()
 		<-drained
+		if srq != nil {
+			// Every receive either stayed on the SRQ or completed once,
+			// and the ended queue pair no longer holds the SRQ.
+			var wcs [16]WorkCompletion
+			recvs := 0
+			for _, wc := range wcs[:cq.Poll(wcs[:])] {
+				if wc.Op == WCRecv {
+					recvs++
+				}
+			}
+			if n := srq.Len(); n+recvs != 2 {
+				t.Fatalf("%d receives on the SRQ and %d completed, of 2", n, recvs)
+			}
+			if err := srq.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
 
 		// The peer may write rw (Write) and recv (Send); nothing else.
 		for i := range ft.arena {

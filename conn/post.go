@@ -11,6 +11,12 @@ import (
 // resolve checks sgl against the queue pair's PD and the rights need, and
 // takes a reference on each region. On failure no reference is kept.
 func (qp *QP) resolve(dst []sgeRef, sgl []SGE, need Access) (int, error) {
+	return qp.pd.resolve(dst, sgl, need)
+}
+
+// resolve checks sgl against pd and the rights need, and takes a
+// reference on each region. On failure no reference is kept.
+func (pd *PD) resolve(dst []sgeRef, sgl []SGE, need Access) (int, error) {
 	total := 0
 	for i, s := range sgl {
 		if s.MR == nil {
@@ -21,7 +27,7 @@ func (qp *QP) resolve(dst []sgeRef, sgl []SGE, need Access) (int, error) {
 			releaseRefs(dst[:i])
 			return 0, fmt.Errorf("%w: SGE %d has a negative offset or length", ErrInvalidWR, i)
 		}
-		b, f := qp.pd.pd.CheckLocal(s.MR.r, uint64(s.Offset), uint64(s.Length), need)
+		b, f := pd.pd.CheckLocal(s.MR.r, uint64(s.Offset), uint64(s.Length), need)
 		if f != stag.OK {
 			releaseRefs(dst[:i])
 			return 0, fmt.Errorf("%w: SGE %d (%s, offset %d, length %d): %v", ErrInvalidWR, i, s.MR.r, s.Offset, s.Length, f)
@@ -41,7 +47,8 @@ func (qp *QP) resolve(dst []sgeRef, sgl []SGE, need Access) (int, error) {
 }
 
 // PostRecv posts a receive buffer for one incoming Send. Receives may be
-// posted before the queue pair is connected.
+// posted before the queue pair is connected. A queue pair bound to a
+// shared receive queue refuses it with ErrQPUsesSRQ (post to the SRQ).
 func (qp *QP) PostRecv(wr RecvWR) error {
 	qp.mu.Lock()
 	err := qp.postRecvLocked(&wr)
@@ -64,6 +71,9 @@ func (qp *QP) PostRecvBatch(wrs []RecvWR) (int, error) {
 func (qp *QP) postRecvLocked(wr *RecvWR) error {
 	if err := qp.postableLocked(); err != nil {
 		return err
+	}
+	if qp.srq != nil {
+		return ErrQPUsesSRQ
 	}
 	if len(wr.SGL) > qp.caps.MaxRecvSGE {
 		return fmt.Errorf("%w: %d SGEs, the queue pair takes %d", ErrInvalidWR, len(wr.SGL), qp.caps.MaxRecvSGE)

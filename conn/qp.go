@@ -42,6 +42,11 @@ type QPCaps struct {
 	// RecvCQ receives the completions of receive work requests; nil means
 	// the CQ given to NewQP, which otherwise takes send completions.
 	RecvCQ *CQ
+	// SRQ, if set, is the shared receive queue (of the same PD) the queue
+	// pair takes its receives from instead of a receive queue of its own:
+	// RecvDepth and MaxRecvSGE are then ignored and QP.PostRecv fails with
+	// ErrQPUsesSRQ.
+	SRQ *SRQ
 }
 
 func (c *QPCaps) setDefaults() error {
@@ -93,8 +98,9 @@ type QP struct {
 	err   error // why the QP left RTS
 
 	sq   sendQueue
-	rq   recvQueue
-	recv recvSource // where Sends are placed: &rq
+	rq   recvQueue  // unused (no ring) when bound to an SRQ
+	recv recvSource // where Sends are placed: &rq or the SRQ binding
+	srq  *SRQ       // caps.SRQ
 
 	done     chan struct{} // closed when the QP leaves RTS for good
 	finished chan struct{} // closed when the engine stopped and all work flushed
@@ -138,16 +144,25 @@ func (pd *PD) NewQP(cq *CQ, caps QPCaps) (*QP, error) {
 		qpn:      qpNumbers.Add(1),
 		caps:     caps,
 		sq:       newSendQueue(caps.SendDepth, caps.MaxSendSGE),
-		rq:       newRecvQueue(caps.RecvDepth, caps.MaxRecvSGE),
 		done:     make(chan struct{}),
 		finished: make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 	}
-	qp.recv = &qp.rq
+	recvs := caps.RecvDepth // receives that may complete at once
+	if caps.SRQ != nil {
+		b, err := caps.SRQ.bind(qp)
+		if err != nil {
+			return nil, err
+		}
+		qp.srq, qp.recv, recvs = caps.SRQ, b, 1
+	} else {
+		qp.rq = newRecvQueue(caps.RecvDepth, caps.MaxRecvSGE)
+		qp.recv = &qp.rq
+	}
 	qp.deliverIdle = sync.NewCond(&qp.mu)
 	if cq.handler != nil || rcq.handler != nil {
 		qp.handlers = true
-		n := caps.SendDepth + caps.RecvDepth
+		n := caps.SendDepth + recvs
 		qp.pend = make([]pendingWC, 0, n)
 		qp.spare = make([]pendingWC, 0, n)
 	}

@@ -120,10 +120,13 @@ func (e *engine) frameImmediate(op rdmap.Opcode, v uint64) error {
 func (e *engine) rxImmediate(h *rdmap.Header, n int) error {
 	qp := e.qp
 	qp.mu.Lock()
-	_, _, ok := qp.recv.next()
+	w, _, err := qp.recv.next() // a shared receive queue's too
 	qp.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	bufLen := ddp.NoBuffer
-	if ok {
+	if w != nil {
 		bufLen = rdmap.ImmediateDataLen
 	}
 	if _, err := e.rx.uq.Receive(h.Untagged(), n, bufLen); err != nil {

@@ -9,15 +9,16 @@ type recvWQE struct {
 }
 
 // recvSource supplies the buffers that incoming Sends are placed into. A
-// queue pair's own receive queue is one; a shared receive queue would be a
-// second implementation, consumed by several queue pairs.
+// queue pair's own receive queue is one; a shared receive queue's binding
+// (srqBinding) is the other, consumed by several queue pairs.
 //
 // Every method is called with QP.mu held (for a shared source: with the
 // source's own lock taken inside the method, after QP.mu).
 type recvSource interface {
-	// next returns the receive the next Send message goes into, without
-	// removing it; ok is false when none is posted.
-	next() (w *recvWQE, refs []sgeRef, ok bool)
+	// next returns the receive the message in progress goes into, without
+	// removing it; w is nil when none is posted. An error (a shared
+	// source's receive CQ is full) ends the stream.
+	next() (w *recvWQE, refs []sgeRef, err error)
 	// pop removes the receive next returned, once its message completed.
 	// It fails, changing nothing, when there is none.
 	pop() (recvWQE, error)
@@ -53,12 +54,12 @@ func (q *recvQueue) push(w recvWQE) {
 	q.tail++
 }
 
-func (q *recvQueue) next() (*recvWQE, []sgeRef, bool) {
+func (q *recvQueue) next() (*recvWQE, []sgeRef, error) {
 	if q.len() == 0 {
-		return nil, nil, false
+		return nil, nil, nil
 	}
 	i := q.pos(q.head)
-	return &q.wqe[i], q.sge.used(i, q.wqe[i].nsge), true
+	return &q.wqe[i], q.sge.used(i, q.wqe[i].nsge), nil
 }
 
 func (q *recvQueue) pop() (recvWQE, error) {

@@ -407,11 +407,14 @@ func (e *engine) rxSend(h *rdmap.Header, n int) error {
 	qp := e.qp
 	qp.mu.Lock()
 	bufLen := ddp.NoBuffer
-	w, refs, ok := qp.recv.next()
-	if ok {
+	w, refs, err := qp.recv.next()
+	if w != nil {
 		bufLen = w.length
 	}
 	qp.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	us, err := rx.uq.Receive(h.Untagged(), n, bufLen)
 	if err != nil {
 		return err

@@ -41,7 +41,7 @@ func benchScaleAll(b *testing.B, pairs int) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	client, server := newScaleSide(b, pairs), newScaleSide(b, pairs)
+	client, server := newScaleSide(b, pairs, NewPD()), newScaleSide(b, pairs, NewPD())
 	lns := make([]*Listener, listeners)
 	addrs := make([]string, listeners)
 	for i := range lns {

@@ -38,10 +38,16 @@ import (
 //     each of scaleVerify queue pairs picked at random from both sides.
 
 // BenchmarkScale1000QPs: 500 connections, 1,000 queue pairs; the quick one.
-func BenchmarkScale1000QPs(b *testing.B) { benchScale(b, 500) }
+func BenchmarkScale1000QPs(b *testing.B) { benchScale(b, 500, false) }
 
 // BenchmarkScale10000QPs: 5,000 loopback connections, 10,000 queue pairs.
-func BenchmarkScale10000QPs(b *testing.B) { benchScale(b, 5000) }
+func BenchmarkScale10000QPs(b *testing.B) { benchScale(b, 5000, false) }
+
+// BenchmarkScale1000QPsSRQ and BenchmarkScale10000QPsSRQ: the same, every
+// queue pair of both sides bound to one shared receive queue (one PD)
+// instead of a receive queue of its own.
+func BenchmarkScale1000QPsSRQ(b *testing.B)  { benchScale(b, 500, true) }
+func BenchmarkScale10000QPsSRQ(b *testing.B) { benchScale(b, 5000, true) }
 
 const (
 	scaleDialers = 32      // connections set up at once
@@ -53,6 +59,7 @@ const (
 // and a CQ, and a region the other side's verifying Writes target.
 type scaleSide struct {
 	pd     *PD
+	caps   QPCaps // of every queue pair
 	cq     *CQ
 	qps    []*QP
 	target *MR // RemoteWrite|RemoteRead: the peer's verifying Writes land here
@@ -60,8 +67,8 @@ type scaleSide struct {
 	sink   *MR // and are read back into here
 }
 
-func newScaleSide(b *testing.B, pairs int) *scaleSide {
-	s := &scaleSide{pd: NewPD(), cq: NewCQ(16), qps: make([]*QP, pairs)}
+func newScaleSide(b *testing.B, pairs int, pd *PD) *scaleSide {
+	s := &scaleSide{pd: pd, cq: NewCQ(16), qps: make([]*QP, pairs)}
 	var err error
 	if s.target, err = s.pd.Register(make([]byte, scaleVerify*scaleLen), LocalWrite|RemoteWrite|RemoteRead); err != nil {
 		b.Fatal(err)
@@ -75,11 +82,22 @@ func newScaleSide(b *testing.B, pairs int) *scaleSide {
 	return s
 }
 
-func benchScale(b *testing.B, pairs int) {
+func benchScale(b *testing.B, pairs int, shared bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	goroutines0 := runtime.NumGoroutine()
-	client, server := newScaleSide(b, pairs), newScaleSide(b, pairs)
+	client := newScaleSide(b, pairs, NewPD())
+	var server *scaleSide
+	if shared {
+		srq, err := client.pd.NewSRQ(SRQCaps{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		server = newScaleSide(b, pairs, client.pd)
+		client.caps.SRQ, server.caps.SRQ = srq, srq
+	} else {
+		server = newScaleSide(b, pairs, NewPD())
+	}
 	ln, err := Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -157,7 +175,7 @@ func scaleAccept(ctx context.Context, ln *Listener, server *scaleSide, n int) er
 		if k < 0 || k >= pairs || server.qps[k] != nil {
 			return fmt.Errorf("a request for pair %d", k)
 		}
-		qp, err := server.pd.NewQP(server.cq, QPCaps{})
+		qp, err := server.pd.NewQP(server.cq, server.caps)
 		if err != nil {
 			return err
 		}
@@ -188,7 +206,7 @@ func scaleDial(ctx context.Context, addrs []string, client *scaleSide, pairs int
 		go func() {
 			defer wg.Done()
 			for k := range next {
-				qp, err := client.pd.NewQP(client.cq, QPCaps{})
+				qp, err := client.pd.NewQP(client.cq, client.caps)
 				if err == nil {
 					client.qps[k] = qp
 					err = qp.Connect(ctx, "tcp", addrs[k%len(addrs)], WithPrivateData(binary.BigEndian.AppendUint32(nil, uint32(k))))

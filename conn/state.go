@@ -37,6 +37,9 @@ func (qp *QP) setState(to qpState, cause error) {
 		}
 	}
 	if to == stateClosed {
+		if qp.srq != nil {
+			qp.srq.unbind() // its receive is flushed: the SRQ may be closed
+		}
 		close(qp.finished)
 	}
 }

@@ -15,7 +15,8 @@
 #     of round trips over twice the median and the CPU time of both
 #     endpoints per round trip, each beside raw TCP's and as a ratio; then
 #     between two processes;
-#   - scale: conn's BenchmarkScale1000QPs and BenchmarkScale10000QPs.
+#   - scale: conn's BenchmarkScale1000QPs and BenchmarkScale10000QPs, each
+#     also with every queue pair on one shared receive queue (…SRQ).
 #
 # Then scripts/bench-durable.sh adds the durable-write rows of package pmemsink
 # (COUNT and BENCHTIME set its repeats and per-benchmark time), and
@@ -262,13 +263,14 @@ if [[ $SCALE != 0 ]]; then
 			delete m
 			for (i = 3; i < NF; i += 2) m[$(i + 1)] = $i
 			k = ("kernel-B/QP" in m) ? sprintf("%.0f", m["kernel-B/QP"]) : "–"
-			printf "| %d | %.0f | %.0f | %.0f | %s | %.2f | %.0f | %.0f | %.0f |\n", m["QPs"], m["B/QP"], m["heap-B/QP"], m["stack-B/QP"], k, m["goroutines/QP"], m["conn/s"], m["verify-µs"], m["B/QP-after"]
+			q = ($1 ~ /SRQ/) ? sprintf("%d, one SRQ", m["QPs"]) : sprintf("%d", m["QPs"])
+			printf "| %s | %.0f | %.0f | %.0f | %s | %.2f | %.0f | %.0f | %.0f |\n", q, m["B/QP"], m["heap-B/QP"], m["stack-B/QP"], k, m["goroutines/QP"], m["conn/s"], m["verify-µs"], m["B/QP-after"]
 		}' "$tmp/scale.txt"
 	} >"$scale_table"
 fi
-scale_bqp() { # B per idle QP of the 10,000-QP run
+scale_bqp() { # B per idle QP of the 10,000-QP run; with SRQ, of the one on one SRQ
 	[[ -f $tmp/scale.txt ]] || return 0
-	awk '/^BenchmarkScale10000QPs/ { for (i = 3; i < NF; i += 2) if ($(i + 1) == "B/QP") print $i }' "$tmp/scale.txt"
+	awk -v name="BenchmarkScale10000QPs$1" '$1 == name || index($1, name "-") == 1 { for (i = 3; i < NF; i += 2) if ($(i + 1) == "B/QP") print $i }' "$tmp/scale.txt"
 }
 
 # --- Goals ---------------------------------------------------------------
@@ -308,6 +310,10 @@ goals="$tmp/goals.md"
 	kib=
 	[[ -n $b ]] && kib=$(awk -v b="$b" 'BEGIN { printf "%.1f", b / 1024 }')
 	echo "- memory per idle queue pair of 10,000, KiB: $(verdict "$kib" "<=" 64)"
+	b=$(scale_bqp SRQ)
+	kib=
+	[[ -n $b ]] && kib=$(awk -v b="$b" 'BEGIN { printf "%.1f", b / 1024 }')
+	echo "- memory per idle queue pair of 10,000 on one shared receive queue, KiB: $(verdict "$kib" "<=" 49.7)"
 } >"$goals"
 
 # --- The section ---------------------------------------------------------
@@ -368,7 +374,8 @@ section="$tmp/section.md"
 	echo
 	if [[ -f $scale_table ]]; then
 		echo "\`go test -run '^\$' -bench 'Scale1000QPs|Scale10000QPs' -benchtime 1x ./conn\`: connected queue pairs with"
-		echo "default QPCaps in one process (both ends of each loopback connection), idle; memory is heap in use plus"
+		echo "default QPCaps in one process (both ends of each loopback connection; \"one SRQ\": all of them bound to one shared"
+		echo "receive queue), idle; memory is heap in use plus"
 		echo "goroutine stacks after GC grown since before, per queue pair; kernel TCP buffers are /proc/net/sockstat's"
 		echo "system-wide \"mem\", which other processes move too. Load: $scale_load."
 		echo

@@ -13,7 +13,7 @@ import (
 )
 
 func rpingUsage(w io.Writer) {
-	fmt.Fprintf(w, `usage: iwarp-peer rping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [-P]
+	fmt.Fprintf(w, `usage: iwarp-peer rping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [-P] [--srq n]
        iwarp-peer rping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port]
 	-c		client side
 	-I addr		source address to bind to for the client (default any)
@@ -27,6 +27,8 @@ func rpingUsage(w io.Writer) {
 	-p port		port (default %d; a server's 0 picks a free one and prints it)
 	-P		persistent server mode allowing multiple connections
 	-q		accepted and ignored (the queue pair is always the program's own)
+	--srq n		server: every connection takes its receives from one shared
+			receive queue of n receives (at most n clients mid-ping at once)
 interop options:
 	--crc off|preferred|required	MPA CRC (default off: like siw, a server follows the client)
 	--mpa-rev 1|2			MPA revision (client: sent; server: the only one accepted; default 2)
@@ -62,6 +64,7 @@ func parseRping(args []string, std stdio) (*rpingArgs, error) {
 	f.IntVar(&cfg.Count, "C", 0, "")
 	f.IntVar(&cfg.Size, "S", rping.DefaultSize, "")
 	f.BoolVar(&cfg.Persistent, "P", false, "")
+	f.IntVar(&cfg.SRQ, "srq", 0, "")
 	f.BoolVar(&cfg.Verbose, "v", false, "")
 	f.BoolVar(&cfg.Validate, "V", false, "")
 	f.BoolVar(&cfg.Debug, "d", false, "")
@@ -84,6 +87,8 @@ func parseRping(args []string, std stdio) (*rpingArgs, error) {
 		return nil, f.bad("-I applies to the client only")
 	case a.client && cfg.Persistent:
 		return nil, f.bad("-P applies to the server only")
+	case a.client && cfg.SRQ != 0:
+		return nil, f.bad("--srq applies to the server only")
 	}
 	if err := cfg.Check(); err != nil {
 		return nil, f.bad("%v", err)

@@ -30,7 +30,7 @@ func Client(ctx context.Context, cfg *Config) error {
 		fmt.Fprintln(errw, err)
 		return err
 	}
-	e, err := newEndpoint(cfg.Size, true, cfg.Debug, out)
+	e, err := newEndpoint(cfg.Size, true, cfg.Debug, out, nil)
 	if err != nil {
 		return fail("setup_qp failed: %v", err)
 	}

@@ -30,6 +30,11 @@ type Config struct {
 	// Persistent makes a server serve every client, concurrently, until
 	// its context ends (rping -P).
 	Persistent bool
+	// SRQ, if positive, makes a server's connections share one PD and one
+	// shared receive queue of SRQ receives instead of a receive each: at
+	// most SRQ clients may be in the middle of a ping at once (each holds
+	// one receive from its message's arrival until the server reposts it).
+	SRQ int
 	// Verbose prints every ping (-v), Validate checks the ping the server
 	// wrote back (-V), Debug traces each step (-d).
 	Verbose, Validate, Debug bool
@@ -49,6 +54,8 @@ type Config struct {
 	// Listening, if not nil, is given a server's listener once it listens:
 	// a metrics endpoint reports what the listener turns away.
 	Listening func(*conn.Listener)
+
+	pool *recvPool // the server's shared receive queue, with SRQ
 }
 
 // Check applies rping's limits, and words its refusals as rping does.
@@ -63,6 +70,8 @@ func (c *Config) Check() error {
 	case c.Port < 0 || c.Port > 65535:
 		//lint:ignore ST1005 rping's own message
 		return fmt.Errorf("Invalid port %d", c.Port)
+	case c.SRQ < 0 || c.SRQ > conn.MaxQueueDepth:
+		return fmt.Errorf("shared receive queue depth %d: must be from 1 to %d", c.SRQ, conn.MaxQueueDepth)
 	}
 	return nil
 }
@@ -103,10 +112,11 @@ type endpoint struct {
 	pd    *conn.PD
 	qp    *conn.QP
 	w     *waiter.Waiter
-	recv  *conn.MR // one 16-byte receive buffer, reposted after each use
-	send  *conn.MR // 2×16 bytes: the two advertisements of an iteration
-	rdma  *conn.MR // Read sink (server) / Write sink (client)
-	start *conn.MR // client only: the Read source
+	recv  *conn.MR  // one 16-byte receive buffer, reposted after each use
+	pool  *recvPool // instead of recv: the server's shared receive queue
+	send  *conn.MR  // 2×16 bytes: the two advertisements of an iteration
+	rdma  *conn.MR  // Read sink (server) / Write sink (client)
+	start *conn.MR  // client only: the Read source
 	debug bool
 	out   io.Writer
 	// Send completions seen and Sends posted: an advertisement buffer
@@ -114,10 +124,17 @@ type endpoint struct {
 	sendsDone, sendsPosted int
 }
 
-func newEndpoint(size int, client, debug bool, out io.Writer) (_ *endpoint, err error) {
-	e := &endpoint{pd: conn.NewPD(), debug: debug, out: out}
+// newEndpoint creates one side's queue pair and buffers; with pool (a
+// server's shared receive queue) the queue pair takes its receives from
+// there and lives in pool's PD.
+func newEndpoint(size int, client, debug bool, out io.Writer, pool *recvPool) (_ *endpoint, err error) {
+	e := &endpoint{pd: conn.NewPD(), debug: debug, out: out, pool: pool}
 	cq := conn.NewCQ(sqDepth * 2)
-	e.qp, err = e.pd.NewQP(cq, conn.QPCaps{SendDepth: sqDepth, RecvDepth: rqDepth, MaxSendSGE: 1, MaxRecvSGE: 1})
+	caps := conn.QPCaps{SendDepth: sqDepth, RecvDepth: rqDepth, MaxSendSGE: 1, MaxRecvSGE: 1}
+	if pool != nil {
+		e.pd, caps.SRQ = pool.pd, pool.srq
+	}
+	e.qp, err = e.pd.NewQP(cq, caps)
 	if err != nil {
 		return nil, err
 	}
@@ -127,8 +144,10 @@ func newEndpoint(size int, client, debug bool, out io.Writer) (_ *endpoint, err 
 			e.qp.Close()
 		}
 	}()
-	if e.recv, err = e.pd.Register(make([]byte, InfoLen), conn.LocalWrite); err != nil {
-		return nil, err
+	if pool == nil {
+		if e.recv, err = e.pd.Register(make([]byte, InfoLen), conn.LocalWrite); err != nil {
+			return nil, err
+		}
 	}
 	if e.send, err = e.pd.Register(make([]byte, 2*InfoLen), 0); err != nil {
 		return nil, err
@@ -143,8 +162,10 @@ func newEndpoint(size int, client, debug bool, out io.Writer) (_ *endpoint, err 
 		}
 	}
 	e.debugf("created pd, cq and qp; registered buffers of %d bytes", size)
-	if err = e.postRecv(); err != nil {
-		return nil, err
+	if pool == nil {
+		if err = e.postRecv(); err != nil {
+			return nil, err
+		}
 	}
 	return e, nil
 }
@@ -269,13 +290,25 @@ func (e *endpoint) expectRecv(ctx context.Context, want string) (Info, error) {
 		return Info{}, err
 	}
 	if wc.ByteLen != InfoLen {
+		if e.pool != nil {
+			e.pool.post(wc.ID) // the connection ends; the buffer serves the others
+		}
 		return Info{}, fmt.Errorf("%w, size %d", errBogus, wc.ByteLen)
 	}
-	info, err := ParseInfo(e.recv.Bytes())
-	if err != nil {
-		return info, err
+	var info Info
+	if e.pool != nil {
+		// Any connection's message may be in any of the pool's buffers:
+		// the completion names which.
+		if info, err = e.pool.take(wc.ID); err != nil {
+			return info, err
+		}
+	} else {
+		if info, err = ParseInfo(e.recv.Bytes()); err != nil {
+			return info, err
+		}
+		err = e.postRecv()
 	}
-	if err := e.postRecv(); err != nil {
+	if err != nil {
 		if errors.Is(err, conn.ErrQPClosed) {
 			// The peer left between its message and the repost.
 			return info, &waitError{want: want, state: stateDisconnected, cause: err}
@@ -297,4 +330,47 @@ func (e *endpoint) close(ctx context.Context) {
 
 func hostPort(addr string, port int) string {
 	return net.JoinHostPort(addr, strconv.Itoa(port))
+}
+
+// recvPool is a server's shared receive queue of rping messages: one
+// InfoLen buffer per receive, the receive's ID its index.
+type recvPool struct {
+	pd   *conn.PD
+	srq  *conn.SRQ
+	bufs *conn.MR
+}
+
+func newRecvPool(depth int) (*recvPool, error) {
+	p := &recvPool{pd: conn.NewPD()}
+	var err error
+	if p.srq, err = p.pd.NewSRQ(conn.SRQCaps{Depth: depth, MaxSGE: 1}); err != nil {
+		return nil, err
+	}
+	if p.bufs, err = p.pd.Register(make([]byte, depth*InfoLen), conn.LocalWrite); err != nil {
+		return nil, err
+	}
+	for i := range depth {
+		if err := p.post(uint64(i)); err != nil {
+			p.srq.Close()
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func (p *recvPool) post(id uint64) error {
+	return p.srq.PostRecv(conn.RecvWR{ID: id, SGL: []conn.SGE{p.bufs.SGE(int(id)*InfoLen, InfoLen)}})
+}
+
+// take decodes the message in buffer id and reposts the buffer.
+func (p *recvPool) take(id uint64) (Info, error) {
+	if id*InfoLen >= uint64(p.bufs.Len()) {
+		return Info{}, fmt.Errorf("a receive completion of unknown buffer %d", id)
+	}
+	off := int(id) * InfoLen
+	info, perr := ParseInfo(p.bufs.Bytes()[off : off+InfoLen])
+	if err := p.post(id); err != nil {
+		return info, fmt.Errorf("post recv error: %w", err)
+	}
+	return info, perr
 }

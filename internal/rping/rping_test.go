@@ -248,6 +248,34 @@ func TestRping_PersistentServer(t *testing.T) {
 	require.Equal(t, 13, strings.Count(srv.stdout.String(), "server ping data: rdma-ping-"))
 }
 
+// A persistent server whose connections share one receive queue serves
+// sixteen clients at once, each validating its pings; the SRQ holds as
+// many receives as clients, since each holds one at most.
+func TestRping_PersistentServerSRQ(t *testing.T) {
+	const clients = 16
+	srv, addr := startServer(t, DefaultSize, func(c *Config) { c.Persistent, c.SRQ = true, clients })
+	var wg sync.WaitGroup
+	errs := make([]error, clients)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, stderr, err := runClient(t, addr, DefaultSize, 3, func(c *Config) { c.Validate = true })
+			if err != nil {
+				err = fmt.Errorf("%w: %s", err, stderr)
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	srv.cancel()
+	require.NoError(t, srv.wait(t))
+	require.Equal(t, clients*3, strings.Count(srv.stdout.String(), "server ping data: rdma-ping-"))
+}
+
 // endless starts a client without -C in the background; it waits for
 // the client's ping n, and returns its output and its result.
 func endless(t *testing.T, ctx context.Context, addr string, n int) (out, errb *conntest.LockedBuffer, done chan error) {

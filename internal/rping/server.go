@@ -41,6 +41,17 @@ func Serve(ctx context.Context, cfg *Config) error {
 	if cfg.Listening != nil {
 		cfg.Listening(ln)
 	}
+	if cfg.SRQ > 0 {
+		pool, err := newRecvPool(cfg.SRQ)
+		if err != nil {
+			fmt.Fprintf(errw, "ibv_create_srq: %v\n", err)
+			return err
+		}
+		defer pool.srq.Close() // after every connection ended (wg below)
+		c := *cfg
+		c.pool = pool
+		cfg = &c
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
@@ -94,7 +105,7 @@ func serveConn(ctx context.Context, cfg *Config, req *conn.ConnRequest, out, err
 		req.Reject(ctx, nil)
 		return true, fmt.Errorf("rejected a connection request of MPA revision %d (this server takes revision %d only)", rev, cfg.Rev)
 	}
-	e, err := newEndpoint(cfg.Size, false, cfg.Debug, out)
+	e, err := newEndpoint(cfg.Size, false, cfg.Debug, out, cfg.pool)
 	if err != nil {
 		req.Reject(ctx, nil)
 		return true, fmt.Errorf("setup_qp failed: %w", err)
