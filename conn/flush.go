@@ -142,19 +142,8 @@ func (e *engine) rxFlushResponse(h *rdmap.Header, n int) error {
 	if _, err := rx.uq.Receive(h.Untagged(), n, len(resp)); err != nil {
 		return err
 	}
-	qp := e.qp
-	qp.mu.Lock()
-	ent, ok := e.orq.oldest()
-	var want orqEntry
-	if ok {
-		want = *ent
-	}
-	qp.mu.Unlock()
-	switch {
-	case !ok || want.kind != reqFlush:
-		return rdmap.NewError(rdmap.ReadRespUnexpected, hdr, n, nil)
-	case want.reqID != resp.ID():
-		return rdmap.NewError(rdmap.ReadReqMalformed, hdr, n, nil)
+	if err := e.matchResponse(reqFlush, resp.ID(), rdmap.ReadRespUnexpected, rdmap.ReadReqMalformed, hdr, n); err != nil {
+		return err
 	}
 	rx.pend = rxPending{action: rxFlushDone, flushResp: resp.Fields()}
 	return nil

@@ -58,6 +58,29 @@ func (q *outboundReads) oldest() (*orqEntry, bool) {
 	return &q.ent[slot(q.head, len(q.ent))], true
 }
 
+// matchResponse checks a response of queue 3 (a Flush or Atomic Response)
+// against the oldest outstanding request of queue 1, which must be of kind
+// k with the response's ID (responses come in request order, RFC 7306
+// §5.2.1 items 6–7; an invalid one surfaces an error, §5.2.2 item 7): none
+// or another kind is condition unexpected, another ID condition mismatch.
+func (e *engine) matchResponse(k reqKind, id uint32, unexpected, mismatch rdmap.Condition, hdr []byte, n int) error {
+	qp := e.qp
+	qp.mu.Lock()
+	ent, ok := e.orq.oldest()
+	var want orqEntry
+	if ok {
+		want = *ent
+	}
+	qp.mu.Unlock()
+	switch {
+	case !ok || want.kind != k:
+		return rdmap.NewError(unexpected, hdr, n, nil)
+	case want.reqID != id:
+		return rdmap.NewError(mismatch, hdr, n, nil)
+	}
+	return nil
+}
+
 func (q *outboundReads) push(e orqEntry) {
 	q.ent[slot(q.tail, len(q.ent))] = e
 	q.tail++

@@ -258,19 +258,8 @@ func (e *engine) rxAtomicResponse(h *rdmap.Header, n int) error {
 	if _, err := rx.uq.Receive(h.Untagged(), n, rdmap.AtomicResponseBodyLen); err != nil {
 		return err
 	}
-	qp := e.qp
-	qp.mu.Lock()
-	ent, ok := e.orq.oldest()
-	var want orqEntry
-	if ok {
-		want = *ent
-	}
-	qp.mu.Unlock()
-	switch {
-	case !ok || want.kind != reqAtomic:
-		return rdmap.NewError(rdmap.AtomicRespUnexpected, hdr, n, nil)
-	case want.reqID != resp.ID():
-		return rdmap.NewError(rdmap.AtomicMalformed, hdr, n, nil)
+	if err := e.matchResponse(reqAtomic, resp.ID(), rdmap.AtomicRespUnexpected, rdmap.AtomicMalformed, hdr, n); err != nil {
+		return err
 	}
 	rx.pend = rxPending{action: rxAtomicDone, orig: resp.Orig()}
 	return nil
