@@ -106,7 +106,7 @@ func (e *engine) rxFlushRequest(h *rdmap.Header, n int) error {
 	ent := irqEntry{kind: reqFlush, region: r, srcOff: int(to - r.Base()), flushLen: length, reqID: fr.ID(), placement: fr.Placement()}
 	copy(ent.req[:], hdr)
 	rx.pend = rxPending{action: rxQueueFlush, irq: ent}
-	return nil
+	return e.holdRequest(r, reqFlush, hdr, n)
 }
 
 func (e *engine) commitQueueFlush(*rdmap.Header, int) error {
@@ -125,6 +125,8 @@ func (e *engine) commitQueueFlush(*rdmap.Header, int) error {
 		ent.status, ent.achieved = flushOutcome(ent.placement, false, nil)
 	}
 	ctr, gen, ok := e.queueInbound(ent, hooks != nil)
+	// On the inbound queue (or released), where revoke finds it.
+	e.placing.Store(nil)
 	if !ok {
 		return nil
 	}

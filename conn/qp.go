@@ -154,7 +154,10 @@ func (pd *PD) NewQP(cq *CQ, caps QPCaps) (*QP, error) {
 		if err != nil {
 			return nil, err
 		}
-		qp.srq, qp.recv, recvs = caps.SRQ, b, 1
+		// Receives taken from the SRQ complete at most as many at once as
+		// the receive CQ holds: the completions waiting for a handler
+		// never outgrow that, so completing does not allocate.
+		qp.srq, qp.recv, recvs = caps.SRQ, b, rcq.Cap()
 	} else {
 		qp.rq = newRecvQueue(caps.RecvDepth, caps.MaxRecvSGE)
 		qp.recv = &qp.rq

@@ -58,6 +58,15 @@ func (q *outboundReads) oldest() (*orqEntry, bool) {
 	return &q.ent[slot(q.head, len(q.ent))], true
 }
 
+// use is what a request of kind k asks of the region it names: a Flush
+// is checked, and reported, like a Read source.
+func (k reqKind) use() remoteUse {
+	if k == reqAtomic {
+		return useAtomicTarget
+	}
+	return useReadSource
+}
+
 // matchResponse checks a response of queue 3 (a Flush or Atomic Response)
 // against the oldest outstanding request of queue 1, which must be of kind
 // k with the response's ID (responses come in request order, RFC 7306

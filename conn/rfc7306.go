@@ -118,10 +118,7 @@ func (e *engine) frameImmediate(op rdmap.Opcode, v uint64) error {
 // the value once the CRC checks. Nothing is placed into the receive's
 // buffer; its 8 bytes are the DDP payload of the message.
 func (e *engine) rxImmediate(h *rdmap.Header, n int) error {
-	qp := e.qp
-	qp.mu.Lock()
-	w, _, err := qp.recv.next() // a shared receive queue's too
-	qp.mu.Unlock()
+	w, _, err := e.nextReceive(h, n)
 	if err != nil {
 		return err
 	}
@@ -181,7 +178,7 @@ func (e *engine) rxAtomicRequest(h *rdmap.Header, n int) error {
 	copy(ent.req[:], hdr)
 	rx.pend = rxPending{action: rxQueueAtomic, irq: ent}
 	rx.pend.atomic = ar.Fields()
-	return nil
+	return e.holdRequest(r, reqAtomic, hdr, n)
 }
 
 // commitQueueAtomic carries out a verified Atomic Request and queues its
@@ -203,6 +200,7 @@ func (e *engine) commitQueueAtomic(*rdmap.Header, int) error {
 		x.hooks.Placed(e.qp, ent.srcOff, 8)
 	}
 	// Nothing reads the region after this: the response carries a value.
+	e.placing.Store(nil)
 	ent.region.ReleaseRemote()
 	ent.region, ent.src = nil, nil
 	if err != nil {

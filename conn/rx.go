@@ -234,6 +234,8 @@ func (e *engine) placementFailed(err error, h *rdmap.Header, n int) error {
 	switch {
 	case p.ref != nil && e.revoking.Load() == p.ref:
 		err = rdmap.NewError(rdmap.WriteInvalidSTag, e.rx.hdr[:h.Len], n, nil)
+	case p.irq.region != nil && e.revoking.Load() == p.irq.region:
+		err = revokedRequest(p.irq.kind, e.rx.hdr[:h.Len], n)
 	case errors.As(err, &fault) || errors.Is(err, syscall.EFAULT):
 		err = errors.Join(rdmap.NewError(rdmap.DDPLocalCatastrophic, e.rx.hdr[:h.Len], n, nil), err)
 	}
@@ -354,9 +356,37 @@ func (e *engine) dropPending() {
 		p.staged = nil
 	}
 	if r := p.irq.region; r != nil {
+		e.placing.Store(nil)
 		r.ReleaseRemote()
 		p.irq.region = nil
 	}
+}
+
+// holdRequest publishes that the receive token holder holds region r for
+// an inbound request (Read, Atomic or Flush) whose FPDU it has yet to read
+// to its end, as a placement is published: an invalidation of r then cuts
+// that read (revoke) instead of waiting for a peer that withholds the
+// rest, which MR.Invalidate and a Send with Invalidate must never do. It
+// returns the error of an invalidation already under way. The request
+// must already be rx.pend's, so that a failure releases r (dropPending).
+func (e *engine) holdRequest(r *stag.Region, k reqKind, hdr []byte, n int) error {
+	// Publish before looking at revocations (revokeRemote does the
+	// opposite): one of the two sees the other.
+	e.placing.Store(r)
+	if e.revoking.Load() == r {
+		return revokedRequest(k, hdr, n)
+	}
+	return nil
+}
+
+// revokedRequest is the error of a request of kind k whose region was
+// invalidated while its FPDU was read: the invalid STag it now is.
+func revokedRequest(k reqKind, hdr []byte, n int) error {
+	var body []byte // Read and Flush Requests attach their body
+	if k != reqAtomic && len(hdr) > ddp.UntaggedHeaderLen {
+		body = hdr[ddp.UntaggedHeaderLen:]
+	}
+	return rdmap.NewError(conditionFor(k.use(), stag.Invalidated), hdr, n, body)
 }
 
 // rxReadResponse places a Read Response segment into the SGL of the oldest
@@ -404,16 +434,13 @@ func (e *engine) rxReadResponse(h *rdmap.Header, n int) error {
 // goes into.
 func (e *engine) rxSend(h *rdmap.Header, n int) error {
 	rx := &e.rx
-	qp := e.qp
-	qp.mu.Lock()
-	bufLen := ddp.NoBuffer
-	w, refs, err := qp.recv.next()
-	if w != nil {
-		bufLen = w.length
-	}
-	qp.mu.Unlock()
+	w, refs, err := e.nextReceive(h, n)
 	if err != nil {
 		return err
+	}
+	bufLen := ddp.NoBuffer
+	if w != nil {
+		bufLen = w.length
 	}
 	us, err := rx.uq.Receive(h.Untagged(), n, bufLen)
 	if err != nil {
@@ -433,6 +460,28 @@ func (e *engine) rxSend(h *rdmap.Header, n int) error {
 		}
 	}
 	return nil
+}
+
+// nextReceive returns the receive the Send or Immediate Data message of h
+// goes into (w nil: none is posted). From a shared receive queue a receive
+// is taken, for good, only for a segment whose untagged header passes every
+// check the buffer does not decide (version, MSN, MO: RFC 5041 §7), tried
+// on a copy of the queue's state; so a bad segment, which ends this
+// stream, costs the other queue pairs no receive. Parse has checked the
+// queue number.
+func (e *engine) nextReceive(h *rdmap.Header, n int) (*recvWQE, []sgeRef, error) {
+	qp := e.qp
+	if qp.srq != nil {
+		if q := e.rx.uq.Queue(rdmap.QNSend); !q.InProgress() {
+			probe := *q
+			if _, err := probe.Receive(h.Untagged(), n, math.MaxInt); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	qp.mu.Lock()
+	defer qp.mu.Unlock()
+	return qp.recv.next()
 }
 
 // rxReadRequest validates a peer's RDMA Read Request; once its CRC is
@@ -470,6 +519,9 @@ func (e *engine) rxReadRequest(h *rdmap.Header, n int) error {
 		ent.region, ent.src, ent.srcOff = r, src, int(rr.SrcTO()-r.Base())
 	}
 	rx.pend = rxPending{action: rxQueueRead, irq: ent}
+	if ent.region != nil {
+		return e.holdRequest(ent.region, reqRead, rx.hdr[:h.Len], n)
+	}
 	return nil
 }
 
@@ -542,6 +594,8 @@ func (e *engine) commitQueueRead(*rdmap.Header, int) error {
 		}
 	}
 	ctr, gen, ok := e.queueInbound(ent, hooks != nil)
+	// On the inbound queue (or released), where revoke finds it.
+	e.placing.Store(nil)
 	if !ok {
 		return nil
 	}
