@@ -17,9 +17,9 @@
 //
 // Work requests and completions are plain values copied into fixed ring
 // slots: posting and polling do not allocate. Posting never blocks on the
-// network; it fails with ErrSQFull, ErrRQFull or ErrCQFull when a queue, or
-// the completion queue that must take the work's completion, is full (CQ
-// room is reserved when work is posted, so the receive path never waits for
+// network; it fails with ErrSQFull, ErrRQFull, ErrSRQFull or ErrCQFull
+// when a queue, or the completion queue that must take the work's
+// completion, is full (CQ room is reserved when work is posted, so the receive path never waits for
 // the application; for a shared receive queue, when a queue pair takes the
 // receive: see "Shared receive queues"). context.Context bounds connection
 // setup and waits.
@@ -66,7 +66,8 @@
 //     and, Close's drain aside, write without blocking, leaving what the
 //     socket does not take to the transmitter.
 //   - QP.mu: the queue pair's state, the send queue, the receive queue, the
-//     outbound and inbound Read queues, completions waiting for a handler.
+//     outbound and inbound Read queues (Atomic and Flush Requests queue
+//     there too), completions waiting for a handler.
 //   - SRQ.mu: a shared receive queue's ring of posted receives, its count
 //     of bound queue pairs and its armed limit. The receive token holder
 //     of any bound queue pair takes a receive from it (under its QP.mu),
@@ -95,9 +96,9 @@
 //     the receive path (mw.go).
 //
 // The lock order is receive token → transmit token → QP.mu → SRQ.mu →
-// CQ.mu; a token is only ever taken with TryLock while a later one is
-// held. When a
-// connection fails, whoever holds or next takes each token ends that
+// CQ.mu; the leaves (the poke lock, the stand-by set's lock, the stag
+// table's lock) take nothing under them. A token is only ever taken with
+// TryLock while a later one is held. When a connection fails, whoever holds or next takes each token ends that
 // token's role; the last role to end flushes the queues and closes the
 // queue pair. Nothing waits for a particular goroutine, so a call that
 // ends the connection returns even when the goroutines that usually hold
@@ -110,31 +111,6 @@
 // receiver or transmitter of its queue pair may be the goroutine running
 // it. Close called from a handler (or while one runs) returns without
 // waiting for that handler; the flushed completions follow when it returns.
-//
-// # Shared receive queues
-//
-// A queue pair created with QPCaps.SRQ takes its receives from a shared
-// receive queue (PD.NewSRQ, SRQ.PostRecv) that many queue pairs draw on,
-// possibly completing on different CQs. Which queue pair consumes a
-// receive is unknown when it is posted, so SRQ.PostRecv reserves no CQ
-// room. The receive is taken from the SRQ, and a slot reserved on the
-// taking queue pair's receive CQ, when the first segment of a Send
-// arrives on that queue pair; the rest of the message goes into the same
-// receive, whatever other queue pairs take meanwhile. If that CQ is full,
-// the receive stays on the SRQ for the other queue pairs and the
-// connection ends with an RDMAP Local Catastrophic Error Terminate, its
-// error wrapping ErrCQFull: the CQ overrun that verbs reports as a fatal
-// queue-pair error. Size each CQ for the receive completions its queue
-// pairs may leave unpolled, plus their send work. This
-// keeps CQs independent of the SRQ, as in verbs, where a shared CQ per SRQ
-// would have been the only way to reserve at posting; and a taken receive
-// costs exactly one slot, whichever CQ it lands on.
-//
-// When a bound queue pair closes or fails, only the receive its message in
-// progress had taken is completed, with WCWRFlushErr on its CQ; the SRQ's
-// other receives stay posted for the remaining queue pairs. SRQ.Close
-// fails while queue pairs that are not closed are bound to it, and
-// otherwise drops the receives still posted, with no completion.
 //
 // # Memory model
 //
@@ -179,6 +155,43 @@
 // when its Reply arrives). Two iwarp-go peers recognise each other in the
 // MPA private data and use 64 KiB FPDUs with no hold-back.
 //
+// # Shared receive queues
+//
+// A queue pair created with QPCaps.SRQ takes its receives from a shared
+// receive queue (PD.NewSRQ, SRQ.PostRecv) that many queue pairs draw on,
+// possibly completing on different CQs. Which queue pair consumes a
+// receive is unknown when it is posted, so SRQ.PostRecv reserves no CQ
+// room. The receive is taken from the SRQ, and a slot reserved on the
+// taking queue pair's receive CQ, when the first segment of a Send
+// arrives on that queue pair; the rest of the message goes into the same
+// receive, whatever other queue pairs take meanwhile. If that CQ is full,
+// the receive stays on the SRQ for the other queue pairs and the
+// connection ends with an RDMAP Local Catastrophic Error Terminate, its
+// error wrapping ErrCQFull: the CQ overrun that verbs reports as a fatal
+// queue-pair error. Size each CQ for the receive completions its queue
+// pairs may leave unpolled, plus their send work. This
+// keeps CQs independent of the SRQ, as in verbs, where a shared CQ per SRQ
+// would have been the only way to reserve at posting; and a taken receive
+// costs exactly one slot, whichever CQ it lands on.
+//
+// When a bound queue pair closes or fails, only the receive its message in
+// progress had taken is completed, with WCWRFlushErr on its CQ; the SRQ's
+// other receives stay posted for the remaining queue pairs. SRQ.Close
+// fails while queue pairs that are not closed are bound to it, and
+// otherwise drops the receives still posted, with no completion.
+//
+// # Memory windows
+//
+// A memory window (PD.AllocMW) lends a peer a range of a region registered
+// with MWBind, with a subset of its remote rights, under its own STag. To
+// the peer it is an STag like any other, so windows work toward siw too.
+// Type 1 windows are bound by the verb MW.Bind; type 2 windows by an
+// OpBindMW work request, in send-queue order, and only the peer of that
+// queue pair may use them or invalidate them with a Send with Invalidate
+// (RFC 5040 §8.1.1 items 2 and 7). A region with windows bound can be
+// neither invalidated nor deregistered. docs/rfc-notes/rfc5040.md, rows
+// W1–W8, has the rules and the Terminates.
+//
 // # Extensions between iwarp-go peers
 //
 // The same private-data trailer carries the extensions each side accepts
@@ -213,16 +226,4 @@
 // connection beneath, a tap records the plaintext above TLS, and Close
 // closes TCP without a close_notify alert, whose write crypto/tls would
 // let a peer that stops reading hold up for five seconds.
-//
-// # Memory windows
-//
-// A memory window (PD.AllocMW) lends a peer a range of a region registered
-// with MWBind, with a subset of its remote rights, under its own STag. To
-// the peer it is an STag like any other, so windows work toward siw too.
-// Type 1 windows are bound by the verb MW.Bind; type 2 windows by an
-// OpBindMW work request, in send-queue order, and only the peer of that
-// queue pair may use them or invalidate them with a Send with Invalidate
-// (RFC 5040 §8.1.1 items 2 and 7). A region with windows bound can be
-// neither invalidated nor deregistered. docs/rfc-notes/rfc5040.md, rows
-// W1–W8, has the rules and the Terminates.
 package conn
