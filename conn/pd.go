@@ -66,13 +66,19 @@ func (pd *PD) track(e *engine) {
 	if pd.engines == nil {
 		pd.engines = make(map[*engine]struct{})
 	}
-	pd.engines[e] = struct{}{}
+	if _, ok := pd.engines[e]; !ok {
+		pd.engines[e] = struct{}{}
+		pd.pd.AddStream(1)
+	}
 	pd.mu.Unlock()
 }
 
 func (pd *PD) untrack(e *engine) {
 	pd.mu.Lock()
-	delete(pd.engines, e)
+	if _, ok := pd.engines[e]; ok {
+		delete(pd.engines, e)
+		pd.pd.AddStream(-1)
+	}
 	pd.mu.Unlock()
 }
 

@@ -20,7 +20,7 @@ const (
 // Terminate condition it ends the stream with; the condition gives the
 // code and attachments (rdmap, docs/rfc-notes/terminate.md). The hostile
 // suite sends every row and checks the Terminate's bytes.
-var failureConditions = [numRemoteUses][stag.QPMismatch + 1]rdmap.Condition{
+var failureConditions = [numRemoteUses][stag.SharedStreams + 1]rdmap.Condition{
 	useWriteSink: {
 		stag.InvalidSTag:  rdmap.WriteInvalidSTag,
 		stag.Invalidated:  rdmap.WriteInvalidSTag,
@@ -43,6 +43,7 @@ var failureConditions = [numRemoteUses][stag.QPMismatch + 1]rdmap.Condition{
 		stag.CannotInvalidatePD: rdmap.SendInvProtection,
 		stag.CannotInvalidate:   rdmap.SendInvCannotInvalidate,
 		stag.QPMismatch:         rdmap.SendInvProtection,
+		stag.SharedStreams:      rdmap.SendInvProtection,
 	},
 	useAtomicTarget: {
 		stag.InvalidSTag:  rdmap.AtomicTargetInvalidSTag,

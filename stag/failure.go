@@ -51,6 +51,11 @@ const (
 	// BoundWindows: a local invalidation names a region that memory
 	// windows are bound to.
 	BoundWindows
+	// SharedStreams: a Send with Invalidate names a region of a PD that
+	// more than one stream uses (RFC 5040 §8.1.1 item 7). On the wire it
+	// is "cannot be invalidated" with the protection type, like
+	// CannotInvalidatePD.
+	SharedStreams
 
 	numFailures
 )
@@ -67,6 +72,7 @@ var failureNames = [numFailures]string{
 	CannotInvalidate:   "STag cannot be invalidated",
 	QPMismatch:         "STag not associated with this stream (window of another queue pair)",
 	BoundWindows:       "region has memory windows bound",
+	SharedStreams:      "STag cannot be invalidated (shared on multiple streams)",
 }
 
 // String names the failure.

@@ -24,6 +24,21 @@ func TestRemoteInvalidate_Rules(t *testing.T) {
 		_, f := pd.Lookup(r.STag(), 0, 1, RemoteRead)
 		require.Equal(t, Invalidated, f)
 	})
+	t.Run("shared on multiple streams (RFC 5040 §8.1.1 item 7)", func(t *testing.T) {
+		r := mk()
+		pd.AddStream(1)
+		pd.AddStream(1)
+		require.Equal(t, SharedStreams, pd.RemoteInvalidate(r.STag()))
+		require.Equal(t, StateValid, r.State(), "a refused invalidation changes nothing")
+		// The earlier checks keep their codes on a shared PD.
+		require.Equal(t, CannotInvalidatePD, other.RemoteInvalidate(r.STag()))
+		nri := mk(NoRemoteInvalidate)
+		require.Equal(t, CannotInvalidate, pd.RemoteInvalidate(nri.STag()))
+		pd.AddStream(-1)
+		require.Equal(t, OK, pd.RemoteInvalidate(r.STag()), "one stream left: not shared")
+		pd.AddStream(-1)
+		require.Equal(t, 0, pd.Streams())
+	})
 	t.Run("already invalid", func(t *testing.T) {
 		r := mk()
 		require.NoError(t, r.Invalidate())

@@ -3,6 +3,7 @@ package stag
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 )
 
 // PD is a protection domain. A stream (queue pair) belongs to one PD, and it
@@ -10,7 +11,21 @@ import (
 type PD struct {
 	t  *Table
 	id uint32
+
+	// streams counts the streams (connected queue pairs) using the PD, as
+	// its owner reports them through AddStream: with more than one, every
+	// region of the PD is shared on multiple streams (RFC 5040 §8.1.1
+	// item 7).
+	streams atomic.Int32
 }
+
+// AddStream records that a stream started (delta 1) or ended (delta -1)
+// using the PD. While more than one stream uses it, RemoteInvalidateFrom
+// refuses to invalidate its memory regions (SharedStreams).
+func (pd *PD) AddStream(delta int) { pd.streams.Add(int32(delta)) }
+
+// Streams returns the number of streams AddStream has recorded.
+func (pd *PD) Streams() int { return int(pd.streams.Load()) }
 
 // Table returns the table the PD was created from.
 func (pd *PD) Table() *Table { return pd.t }
@@ -299,7 +314,12 @@ func (pd *PD) InvalidateFrom(s STag, qp any) Failure {
 //   - the region must be valid — else CannotInvalidate;
 //   - the region must not be registered with NoRemoteInvalidate — else
 //     CannotInvalidate (cxgb4 also answers 0/2/0x09 for regions it will not
-//     invalidate remotely).
+//     invalidate remotely);
+//   - the region must not be shared on multiple streams: while AddStream
+//     counts more than one stream on the PD, SharedStreams (RFC 5040
+//     §8.1.1 item 7: "An RNIC MUST ensure that a Remote Peer is not able
+//     to invalidate an STag enabled for remote access, if the STag is
+//     shared on multiple streams"; RFC 5042 §6.4.5).
 //
 // siw is more lenient: it does not compare the key and lets an invalid STag
 // be invalidated again. The stricter rules cost nothing toward a correct peer.
@@ -328,6 +348,12 @@ func (pd *PD) RemoteInvalidateFrom(s STag, qp any) Failure {
 		}
 		if wordState(w) != StateValid || r.noRemoteInv || w&boundBit != 0 {
 			return CannotInvalidate
+		}
+		// RFC 5040 §8.1.1 item 7: MUST NOT invalidate an STag shared on
+		// multiple streams. Every region of a PD is valid on each of its
+		// streams, so the PD's stream count decides.
+		if pd.streams.Load() > 1 {
+			return SharedStreams
 		}
 		if r.word.CompareAndSwap(w, withState(w, StateInvalid)) {
 			return OK
