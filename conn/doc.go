@@ -97,7 +97,7 @@
 //
 // The lock order is receive token → transmit token → QP.mu → SRQ.mu →
 // CQ.mu; the leaves (the poke lock, the stand-by set's lock, the stag
-// table's lock) take nothing under them. A token is only ever taken with
+// table's lock, a Watched region's lock) take nothing under them. A token is only ever taken with
 // TryLock while a later one is held. When a connection fails, whoever holds or next takes each token ends that
 // token's role; the last role to end flushes the queues and closes the
 // queue pair. Nothing waits for a particular goroutine, so a call that
