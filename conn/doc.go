@@ -97,7 +97,7 @@
 //
 // The lock order is receive token → transmit token → QP.mu → SRQ.mu →
 // CQ.mu; the leaves (the poke lock, the stand-by set's lock, the stag
-// table's lock) take nothing under them. A token is only ever taken with
+// table's lock, a Watched region's lock) take nothing under them. A token is only ever taken with
 // TryLock while a later one is held. When a connection fails, whoever holds or next takes each token ends that
 // token's role; the last role to end flushes the queues and closes the
 // queue pair. Nothing waits for a particular goroutine, so a call that
@@ -209,6 +209,19 @@
 // atomic of the process on that word; an RDMA Write into the same word is
 // not (an aligned 8-byte Write is one store, a longer one may be seen in
 // part).
+//
+// Adding an opcode touches: rdmap/opcode.go (its constant and its entry
+// of the opcode table, whose name dissect prints and whose label the
+// metrics use), the rdmap file of its extension (encoder, header view,
+// parse rules), conn/rx.go (its rxTable and commitTable entries) and the
+// conn file of its handlers; if a work request sends it, conn/wr.go (the
+// Op) and conn/ops.go (its sendOps entry), and conn/wc.go (a WCOpcode and
+// its wcOpNames entry) if it completes as none before; and, if its header
+// has fields of its own, dissect's RDMAP layer (layer_rdmap.go: a field,
+// and a SerializeTo case) and report (report.go, stream.go, text.go).
+// Per-opcode counters, metrics labels, dissect's opcode names, and the
+// receive checks of its T flag, queue number, header length and extension
+// follow from the table.
 //
 // # Inside TLS
 //

@@ -7,6 +7,7 @@ import (
 	"github.com/iwarp-go/iwarp-go/ddp"
 	"github.com/iwarp-go/iwarp-go/mpa"
 	"github.com/iwarp-go/iwarp-go/rdmap"
+	"github.com/iwarp-go/iwarp-go/stag"
 	"github.com/stretchr/testify/require"
 )
 
@@ -164,4 +165,49 @@ func TestHostile_AtomicResponseWrongID_RFC7306_5_2_2(t *testing.T) {
 	require.Equal(t, uint64(4), wc.ID)
 	require.NotEqual(t, WCSuccess, wc.Status)
 	require.Zero(t, res.LoadUint64(0), "nothing placed from the bad response")
+}
+
+// An Atomic Request whose queue pair has left the connected states by the
+// time it would be carried out changes nothing (RFC 7306 §5.2.1: the
+// responder executes an atomic it will answer; one that fails cannot):
+// the failure of the connection is ordered before it, and the region's
+// remote reference is given back. The first request shows the same word
+// changed while the queue pair is up.
+func TestHostile_AtomicAfterFailure_RFC7306_5_2_1(t *testing.T) {
+	checkLeaks(t)
+	s := newHostileServer(t)
+	p := s.dialWith(mpa.Config{IRD: 1, ORD: 1}, appendPeerTrailer(nil))
+	mr := s.atomicTarget()
+	f := rdmap.AtomicRequestFields{Op: rdmap.AtomicFetchAdd, ID: 1, STag: uint32(mr.STag()), TO: mr.Remote(0).TO, Args: rdmap.AtomicArgs{AddSwap: 5}}
+	p.send(uAtomic(1, f))
+	u := p.next()
+	h, err := rdmap.ParseWith(u, len(u), rdmap.ExtRFC7306)
+	require.NoError(t, err)
+	require.Equal(t, rdmap.OpAtomicResponse, h.Op)
+	require.Equal(t, uint64(5), mr.LoadUint64(0))
+
+	s.qp.mu.Lock()
+	e := s.qp.eng
+	s.qp.mu.Unlock()
+	p.c.Close() // the peer goes: the queue pair fails
+	<-s.qp.finished
+	require.GreaterOrEqual(t, s.qp.state, stateError)
+
+	// The second request reached the commit, verified, as the connection
+	// failed: rxAtomicRequest's work is done, the commit is left.
+	f.ID = 2
+	r, word, lf := s.pd.pd.LookupRemoteFrom(mr.STag(), f.TO, 8, stag.RemoteAtomic, s.qp)
+	require.Equal(t, stag.OK, lf)
+	e.rxMu.Lock()
+	e.rx.pend = rxPending{action: rxQueueAtomic, irq: irqEntry{kind: reqAtomic, region: r, src: word, reqID: f.ID}, atomic: f}
+	e.placing.Store(r)
+	err = e.commitQueueAtomic(nil, 0)
+	e.rxMu.Unlock()
+	require.NoError(t, err)
+	require.Equal(t, uint64(5), mr.LoadUint64(0), "an atomic of a failed queue pair changed the target word")
+	require.Zero(t, r.RemoteUses(), "the region's remote reference is kept")
+	require.Nil(t, e.placing.Load())
+	s.qp.mu.Lock()
+	require.True(t, e.irq.empty(), "a failed queue pair queued a response")
+	s.qp.mu.Unlock()
 }

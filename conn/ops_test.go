@@ -83,3 +83,25 @@ func TestOps_EndToEnd(t *testing.T) {
 		})
 	}
 }
+
+// Every operation's completion opcode, and a receive's, has a name of its
+// own in wcOpNames: an opcode added without one would print as
+// "WCOpcode(n)", and two sharing a name could not be told apart in logs.
+func TestOps_CompletionOpcodesNamed(t *testing.T) {
+	used := map[WCOpcode]bool{WCRecv: true}
+	for o := range sendOps {
+		require.NotEmpty(t, sendOps[o].name, "Op %d has no name", o)
+		used[sendOps[o].wc] = true
+	}
+	seen := map[string]WCOpcode{}
+	for o := range used {
+		require.Less(t, int(o), len(wcOpNames), "%d", o)
+		name := o.String()
+		require.NotEmpty(t, wcOpNames[o], "WCOpcode %d has no name", o)
+		prev, dup := seen[name]
+		require.False(t, dup, "WCOpcode %d and %d are both %q", prev, o, name)
+		seen[name] = o
+	}
+	require.Len(t, used, len(wcOpNames), "a named completion opcode no operation completes with")
+	require.Equal(t, "WCOpcode(200)", WCOpcode(200).String())
+}

@@ -185,25 +185,39 @@ func (e *engine) rxAtomicRequest(h *rdmap.Header, n int) error {
 // response. The region's hooks are told of the 8 bytes changed, as of a
 // Write's (a pmemsink region counts them dirty, so that a later flush
 // persists them).
+//
+// A queue pair that has left the connected states (a failure, or a Close
+// past its drain) carries out nothing: its response could never be sent,
+// and a requester told of the failure must be able to count on the word
+// being untouched. The state is checked and the word changed under QP.mu,
+// so that the failure is ordered wholly before or wholly after the atomic.
+// A graceful Close still draining (stateClosing) answers the peer's
+// requests, atomics included, as it answers its Read Requests.
 func (e *engine) commitQueueAtomic(*rdmap.Header, int) error {
 	p := &e.rx.pend
 	ent := p.irq
 	p.irq = irqEntry{}
 	x := extOf(ent.region)
 	var err error
-	if x != nil && x.mayFault {
+	qp := e.qp
+	qp.mu.Lock()
+	live := qp.state < stateError
+	switch {
+	case !live:
+	case x != nil && x.mayFault:
 		err = guardFault(x, func() error { ent.orig = e.applyAtomic(x, ent.src, &p.atomic); return nil })
-	} else {
+	default:
 		ent.orig = e.applyAtomic(x, ent.src, &p.atomic)
 	}
-	if err == nil && x != nil && x.hooks != nil {
+	qp.mu.Unlock()
+	if live && err == nil && x != nil && x.hooks != nil {
 		x.hooks.Placed(e.qp, ent.srcOff, 8)
 	}
 	// Nothing reads the region after this: the response carries a value.
 	e.placing.Store(nil)
 	ent.region.ReleaseRemote()
 	ent.region, ent.src = nil, nil
-	if err != nil {
+	if err != nil || !live {
 		return err
 	}
 	ent.state = irqReady
@@ -215,7 +229,8 @@ func (e *engine) commitQueueAtomic(*rdmap.Header, int) error {
 
 // applyAtomic changes the aligned word w as the request asks and returns
 // its value before. A Watched region's lock keeps its readers from seeing
-// the change half done (they read under it).
+// the change half done (they read under it). Called with QP.mu held (the
+// region's lock is a leaf under it, as in putWord).
 func (e *engine) applyAtomic(x *regionExt, w []byte, a *rdmap.AtomicRequestFields) uint64 {
 	if x != nil && x.watch != nil {
 		x.watch.Lock()

@@ -49,8 +49,10 @@ const (
 const soakLeakUnit = 4 << 10
 
 // soakRound is what one side does in one round: an RDMA Write of write
-// bytes into the peer's current in-slot, a Send of send bytes, and an RDMA
-// Read of readLen bytes back from readOff of that slot.
+// bytes into the peer's current in-slot, a Send of send bytes, an RDMA
+// Read of readLen bytes back from readOff of that slot, and (when RFC 7306
+// was negotiated, as between iwarp-go peers it is) a FetchAdd on the
+// peer's shared word.
 type soakRound struct {
 	write, send, readOff, readLen int
 }
@@ -239,6 +241,9 @@ type soakSide struct {
 	sink    *MR                 // Read sink
 	rbuf    *MR                 // receive buffers
 	peerIn  RemoteAddr
+	word    *MR // the shared word the peer's FetchAdds target
+	orig    *MR // a FetchAdd's original value lands here
+	peerW   RemoteAddr
 	scratch []byte
 	wcs     []WorkCompletion
 
@@ -248,6 +253,16 @@ type soakSide struct {
 	verified    int64           // bytes compared and found right
 	broken      error           // the first unsuccessful completion
 	overflow    atomic.Bool     // the handler found handled full
+
+	// The model of the peer's word: this side's FetchAdds run one a round
+	// and are its only writer, so each must return the sum of those that
+	// succeeded before it. unsure is the add of one that failed, which the
+	// peer may or may not have carried out.
+	atomics bool
+	added   uint64
+	adding  uint64 // the add of this round's FetchAdd
+	unsure  uint64
+	fadds   int // FetchAdds that succeeded
 }
 
 const soakRecvID = 1 << 32
@@ -282,6 +297,8 @@ func newSoakSide(dev *Device, p *soakPlan, me int) (*soakSide, error) {
 		{&s.in, soakInSlots * p.maxMsg, LocalWrite | RemoteWrite | RemoteRead, me == 1},
 		{&s.sink, p.maxMsg, LocalWrite, false},
 		{&s.rbuf, soakRecvSlots * soakRecvSlot, LocalWrite, false},
+		{&s.word, 8, LocalWrite | RemoteAtomic, false},
+		{&s.orig, 8, LocalWrite, false},
 	} {
 		var opts []RegOption
 		if r.zero {
@@ -311,7 +328,7 @@ func (s *soakSide) postRecv(slot int) error {
 // deregister gives the regions back; every one must be free by now.
 func (s *soakSide) deregister() error {
 	var errs []error
-	for _, mr := range []*MR{s.out, s.ssrc, s.in, s.sink, s.rbuf} {
+	for _, mr := range []*MR{s.out, s.ssrc, s.in, s.sink, s.rbuf, s.word, s.orig} {
 		if mr != nil {
 			errs = append(errs, mr.Deregister())
 		}
@@ -372,6 +389,9 @@ func (s *soakSide) handle(wc *WorkCompletion) error {
 		if s.broken == nil {
 			s.broken = err
 		}
+		if wc.ID < soakRecvID && wc.ID%4 == 3 {
+			s.unsure = s.adding
+		}
 		return nil
 	}
 	if wc.ID >= soakRecvID {
@@ -389,7 +409,29 @@ func (s *soakSide) handle(wc *WorkCompletion) error {
 		}
 		s.verified += int64(r.readLen)
 	}
+	if op == 3 { // the FetchAdd: the sum of this side's adds before it
+		if got := s.orig.LoadUint64(0); got != s.added {
+			return fmt.Errorf("%s: round %d: FetchAdd returned %#x, the model says %#x", s.name, round, got, s.added)
+		}
+		s.added += s.adding
+		s.fadds++
+	}
 	return nil
+}
+
+// soakAdd is the add of a side's FetchAdd in a round: odd, so that a lost
+// or repeated add always shows in the sum.
+func soakAdd(p *soakPlan, side, round int) uint64 { return soakKey(p, side, round, 'a') | 1 }
+
+// checkWord checks the word s's peer added to against the peer's model:
+// every add that completed, and perhaps the one that failed.
+func (s *soakSide) checkWord(peer *soakSide) error {
+	got := s.word.LoadUint64(0)
+	if got == peer.added || (peer.unsure != 0 && got == peer.added+peer.unsure) {
+		return nil
+	}
+	return fmt.Errorf("%s: shared word %#x after %d FetchAdds of the peer; the model says %#x (one in doubt: %#x)",
+		s.name, got, peer.fadds, peer.added, peer.unsure)
 }
 
 // verifyNote checks the peer's round s.notes: the Send's bytes in the
@@ -466,6 +508,11 @@ func (s *soakSide) run(ctx context.Context) error {
 			{ID: uint64(4*round + 1), Op: OpSend, Flags: Signaled, SGL: send},
 			{ID: uint64(4*round + 2), Op: OpRead, Flags: Signaled, SGL: []SGE{s.sink.SGE(0, r.readLen)}, Remote: read},
 		}
+		if s.atomics {
+			s.adding = soakAdd(s.p, s.me, round)
+			wrs = append(wrs, SendWR{ID: uint64(4*round + 3), Op: OpFetchAdd, Flags: Signaled,
+				SGL: []SGE{s.orig.SGE(0, 8)}, Remote: s.peerW, Atomic: FetchAdd(s.adding)})
+		}
 		s.ops = 0
 		n, err := s.qp.PostSendBatch(wrs)
 		for _, wr := range wrs[:n] {
@@ -511,6 +558,7 @@ type soakTally struct {
 	conns, clean, setup int
 	broken              int
 	verified            int64
+	fetchAdds           int
 	faults              map[string]int64
 	ends                map[string]int
 }
@@ -530,6 +578,7 @@ func (t *soakTally) add(b *badNet, sides [2]*soakSide, setupFailed bool, ends []
 	for _, s := range sides {
 		if s != nil {
 			t.verified += s.verified
+			t.fetchAdds += s.fadds
 		}
 	}
 	st := &b.stats
@@ -594,6 +643,7 @@ func soakConn(ctx context.Context, dev *Device, p *soakPlan, tally *soakTally) (
 	}
 	client, server := sides[0], sides[1]
 	client.peerIn, server.peerIn = server.in.Remote(0), client.in.Remote(0)
+	client.peerW, server.peerW = server.word.Remote(0), client.word.Remote(0)
 
 	ln, err := Listen(ctx, "tcp", "127.0.0.1:0", p.server...)
 	if err != nil {
@@ -630,6 +680,11 @@ func soakConn(ctx context.Context, dev *Device, p *soakPlan, tally *soakTally) (
 		for _, s := range sides {
 			if n := s.qp.Negotiated(); n != nil && n.CRC != p.crc {
 				return fmt.Errorf("%s: CRC %v negotiated, the plan says %v", s.name, n.CRC, p.crc)
+			}
+			// Every iwarp-go peer declares RFC 7306, whatever the MPA
+			// revision or RTR.
+			if s.atomics = s.qp.PeerAtomics(); !s.atomics {
+				return fmt.Errorf("%s: RFC 7306 not negotiated between iwarp-go peers", s.name)
 			}
 		}
 	}
@@ -725,6 +780,12 @@ func soakConn(ctx context.Context, dev *Device, p *soakPlan, tally *soakTally) (
 			return err
 		}
 	}
+	// Both queue pairs have stopped: the words are the peers' to read.
+	for i, s := range sides {
+		if err := s.checkWord(sides[1-i]); err != nil {
+			return err
+		}
+	}
 	tally.add(bn, sides, setupFailed, ends)
 	return nil
 }
@@ -748,7 +809,9 @@ func liveHeap() uint64 {
 // directions and, as its plan says, delays, stalls a direction, flips a bit
 // (CRC connections only), or ends the stream with a FIN, a reset or a
 // half-close at a random byte; both ends post RDMA Writes, Sends and RDMA
-// Reads whose bytes are checked on every successful completion. A
+// Reads whose bytes are checked on every successful completion, and
+// FetchAdds on a word of the peer whose original values, and the word at
+// the end, are checked against a model of the adds. A
 // connection a fault hit must end at both queue pairs with an error and
 // every work request completed (flushed); one no fault hit must complete
 // every round. No goroutine and no heap is left over at the end.
@@ -836,7 +899,7 @@ func TestSoak_BadNet(t *testing.T) {
 
 	t.Logf("connections: %d (%d no fault hit, all rounds verified; %d ended by a fault after setup; %d by a fault during setup)",
 		tally.conns, tally.clean, tally.broken, tally.setup)
-	t.Logf("bytes verified on successful completions: %d", tally.verified)
+	t.Logf("bytes verified on successful completions: %d; FetchAdds checked against the model: %d", tally.verified, tally.fetchAdds)
 	var kinds []string
 	for k := range tally.faults {
 		kinds = append(kinds, k)
@@ -852,6 +915,9 @@ func TestSoak_BadNet(t *testing.T) {
 	sort.Strings(kinds)
 	for _, k := range kinds {
 		t.Logf("  queue pairs ended: %-40s %d", k, tally.ends[k])
+	}
+	if tally.fetchAdds == 0 {
+		t.Error("no FetchAdd succeeded")
 	}
 	if tally.broken+tally.setup == 0 || tally.clean == 0 {
 		t.Errorf("the soak needs connections both with and without faults: %d clean, %d broken", tally.clean, tally.broken+tally.setup)

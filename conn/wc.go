@@ -99,26 +99,24 @@ const (
 	WCBindMW   // OpBindMW
 )
 
+// wcOpNames are the completion opcodes' names, one entry per WCOpcode:
+// an operation's work request name (sendOps) is a different spelling,
+// since several operations complete with one opcode.
+var wcOpNames = [...]string{
+	WCSend:      "send",
+	WCRDMAWrite: "rdma-write",
+	WCRDMARead:  "rdma-read",
+	WCLocalInv:  "local-inv",
+	WCRecv:      "recv",
+	WCFlush:     "flush",
+	WCCompSwap:  "comp-swap",
+	WCFetchAdd:  "fetch-add",
+	WCBindMW:    "bind-mw",
+}
+
 func (o WCOpcode) String() string {
-	switch o {
-	case WCSend:
-		return "send"
-	case WCRDMAWrite:
-		return "rdma-write"
-	case WCRDMARead:
-		return "rdma-read"
-	case WCLocalInv:
-		return "local-inv"
-	case WCRecv:
-		return "recv"
-	case WCFlush:
-		return "flush"
-	case WCCompSwap:
-		return "comp-swap"
-	case WCFetchAdd:
-		return "fetch-add"
-	case WCBindMW:
-		return "bind-mw"
+	if int(o) < len(wcOpNames) {
+		return wcOpNames[o]
 	}
 	return fmt.Sprintf("WCOpcode(%d)", uint8(o))
 }

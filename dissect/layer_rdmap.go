@@ -88,16 +88,19 @@ func (r *RDMAP) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 	}
 	r.Op, r.Version = h.Op, rdmap.ControlVersion(d.RsvdULP)
 	r.InvalidateSTag = h.InvalidateSTag()
-	switch h.Op {
-	case rdmap.OpReadRequest:
-		r.ReadRequest = h.ReadRequest().Fields()
-	case rdmap.OpAtomicRequest:
-		r.AtomicRequest = h.AtomicRequest().Fields()
-	case rdmap.OpAtomicResponse:
-		r.AtomicResponseID, r.AtomicOrig = h.AtomicResponse().ID(), h.AtomicResponse().Orig()
-	case rdmap.OpImmediate, rdmap.OpImmediateSE:
-		r.Immediate, _ = h.Immediate()
-	case rdmap.OpTerminate:
+	// The header's views know which opcode carries which header: nothing
+	// here lists opcodes but the Terminate, whose segment is all header.
+	if rr := h.ReadRequest(); rr != nil {
+		r.ReadRequest = rr.Fields()
+	}
+	if ar := h.AtomicRequest(); ar != nil {
+		r.AtomicRequest = ar.Fields()
+	}
+	if resp := h.AtomicResponse(); resp != nil {
+		r.AtomicResponseID, r.AtomicOrig = resp.ID(), resp.Orig()
+	}
+	r.Immediate, _ = h.Immediate()
+	if h.Op == rdmap.OpTerminate {
 		rt, err := rdmap.ParseTerminate(seg)
 		if err != nil {
 			return err

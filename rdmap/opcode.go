@@ -52,7 +52,7 @@ const Version = 1
 
 type opInfo struct {
 	name    string
-	label   string // short and stable: metrics labels, WC opcode names
+	label   string // short and stable: metrics labels
 	defined bool
 	// ext is the extension that must be negotiated for the opcode to be
 	// accepted (0: RFC 5040, always).
@@ -63,6 +63,7 @@ type opInfo struct {
 	send   bool // a Send variant
 	inv    bool // carries an Invalidate STag
 	se     bool // solicited event
+	imm    bool // an Immediate Data variant (RFC 7306 §4.1)
 }
 
 // opTable is indexed by the 4-bit opcode so that extensions slot in.
@@ -75,8 +76,8 @@ var opTable = [16]opInfo{
 	OpSendSE:           {name: "Send with Solicited Event", label: "send_se", defined: true, qn: QNSend, hdrLen: SendHeaderLen, send: true, se: true},
 	OpSendSEInvalidate: {name: "Send with Solicited Event and Invalidate", label: "send_se_invalidate", defined: true, qn: QNSend, hdrLen: SendHeaderLen, send: true, inv: true, se: true},
 	OpTerminate:        {name: "Terminate", label: "terminate", defined: true, qn: QNTerminate, hdrLen: TerminateHeaderLen},
-	OpImmediate:        {name: "Immediate Data", label: "immediate", defined: true, ext: ExtRFC7306, qn: QNSend, hdrLen: ImmediateHeaderLen},
-	OpImmediateSE:      {name: "Immediate Data with Solicited Event", label: "immediate_se", defined: true, ext: ExtRFC7306, qn: QNSend, hdrLen: ImmediateHeaderLen, se: true},
+	OpImmediate:        {name: "Immediate Data", label: "immediate", defined: true, ext: ExtRFC7306, qn: QNSend, hdrLen: ImmediateHeaderLen, imm: true},
+	OpImmediateSE:      {name: "Immediate Data with Solicited Event", label: "immediate_se", defined: true, ext: ExtRFC7306, qn: QNSend, hdrLen: ImmediateHeaderLen, se: true, imm: true},
 	OpAtomicRequest:    {name: "Atomic Request", label: "atomic_request", defined: true, ext: ExtRFC7306, qn: QNReadRequest, hdrLen: AtomicRequestHeaderLen},
 	OpAtomicResponse:   {name: "Atomic Response", label: "atomic_response", defined: true, ext: ExtRFC7306, qn: QNAtomicResponse, hdrLen: AtomicResponseHeaderLen},
 	// The header length of OpExtension depends on its type; this is the
@@ -108,8 +109,9 @@ func (op Opcode) Extension() Extensions {
 }
 
 // Label returns a short, stable name of op ("write", "read_request", …,
-// "0x8" for an undefined opcode): the one spelling metrics labels and
-// completion opcodes derive from.
+// "0x8" for an undefined opcode): the one spelling metrics labels derive
+// from. (A work completion's opcode names the work request, not a
+// message: conn.WCOpcode has its own names.)
 func (op Opcode) Label() string {
 	if op.Defined() {
 		return op.info().label
@@ -140,6 +142,9 @@ func (op Opcode) Invalidates() bool { return op.Defined() && op.info().inv }
 
 // Solicited reports whether op asks for a solicited event.
 func (op Opcode) Solicited() bool { return op.Defined() && op.info().se }
+
+// immediate reports whether op is one of the two Immediate Data variants.
+func (op Opcode) immediate() bool { return op.Defined() && op.info().imm }
 
 // MakeControl returns the RDMAP control field for op: RV 1 in the top two
 // bits, the reserved bits zero, the opcode in the low four bits.

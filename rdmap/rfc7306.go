@@ -158,7 +158,7 @@ func AppendAtomicResponse(b []byte, msn, id uint32, orig uint64) []byte {
 // the given MSN (queue 0's, shared with Sends), then the 8 bytes of data.
 // It panics for another op.
 func AppendImmediate(b []byte, op Opcode, msn uint32, data uint64) []byte {
-	if op != OpImmediate && op != OpImmediateSE {
+	if !op.immediate() {
 		panic("rdmap: AppendImmediate with " + op.String())
 	}
 	b = ddp.AppendUntagged(b, ddp.MakeControl(false, true), MakeControl(op), 0, QNSend, msn, 0)
@@ -226,7 +226,7 @@ func (h *Header) AtomicResponse() AtomicResponse {
 // Immediate returns the data of an Immediate Data message, and whether h
 // is one.
 func (h *Header) Immediate() (uint64, bool) {
-	if (h.Op != OpImmediate && h.Op != OpImmediateSE) || h.b == nil {
+	if !h.Op.immediate() || h.b == nil {
 		return 0, false
 	}
 	return binary.BigEndian.Uint64(h.b[ddp.UntaggedHeaderLen:]), true
