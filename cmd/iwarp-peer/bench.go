@@ -35,7 +35,11 @@ The latency phase reports the CPU time per round trip: of this process, which in
 a loopback run holds both sides, and between processes of each side; with
 --compare-tcp, that of both endpoints beside raw TCP's (cpu_ns_per_op,
 tcp_cpu_ns_per_op, cpu_ratio) and the share of round trips slowed past twice
-the median beside raw TCP's (lat_slow_ratio). The server
+the median beside raw TCP's (lat_slow_ratio). A loopback run also reports each
+bandwidth phase's CPU time per MiB moved, both ends (bw_cpu_ns_per_mib,
+tcp_bw_cpu_ns_per_mib, tcp_crc_bw_cpu_ns_per_mib) and iwarp-go's over each
+baseline's (bw_cpu_ratio, crc_bw_cpu_ratio), which unlike the Gb/s ratios do
+not move when the host steals a core. The server
 takes its parameters from the client and serves until interrupted; a client
 with --qps N needs a server with --max-sessions N or more.
 `)
@@ -241,7 +245,11 @@ func printBenchTable(w io.Writer, r *bench.Result) {
 		p50, p99 = &r.LatP50us, &r.LatP99us
 	}
 	row("iwarp-go", r.Messages, r.Gbps, r.MsgRate, p50, p99)
-	spread(r.GbpsMin, r.GbpsMax, r.LatP50usMin, r.LatP50usMax)
+	if r.LatIters > 0 {
+		spread(r.GbpsMin, r.GbpsMax, r.LatP50usMin, r.LatP50usMax)
+	} else { // no latency phase: its spread is of zeros
+		spread(r.GbpsMin, r.GbpsMax, nil, nil)
+	}
 	defer printLatencyNotes(w, r)
 	if r.TCPGbps == nil {
 		return
@@ -257,6 +265,15 @@ func printBenchTable(w io.Writer, r *bench.Result) {
 		ratio(r.LatRatio, r.LatRatioMin, r.LatRatioMax), ratio(r.LatP99Ratio, r.LatP99RatioMin, r.LatP99RatioMax))
 	if r.TCPCRCRatio != nil {
 		fmt.Fprintf(w, "  iwarp-go / raw TCP with CRC32c: bandwidth %s\n", ratio(r.TCPCRCRatio, r.TCPCRCRatioMin, r.TCPCRCRatioMax))
+	}
+	if r.BwCPUnsPerMiB != nil && r.TCPBwCPUnsPerMiB != nil {
+		line := fmt.Sprintf("  CPU per MiB moved (both ends): iwarp-go %.0f µs, %s %.0f µs, ratio %s", *r.BwCPUnsPerMiB/1e3,
+			base, *r.TCPBwCPUnsPerMiB/1e3, ratio(r.BwCPURatio, r.BwCPURatioMin, r.BwCPURatioMax))
+		if r.TCPCRCBwCPUnsPerMiB != nil {
+			line += fmt.Sprintf("; raw TCP with CRC32c %.0f µs, ratio %s", *r.TCPCRCBwCPUnsPerMiB/1e3,
+				ratio(r.CRCBwCPURatio, r.CRCBwCPURatioMin, r.CRCBwCPURatioMax))
+		}
+		fmt.Fprintln(w, line)
 	}
 }
 

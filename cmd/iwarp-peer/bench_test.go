@@ -123,6 +123,15 @@ func TestBench_RepeatText(t *testing.T) {
 	require.Regexp(t, `(?m)^  round trips over twice the median: iwarp-go [0-9.]+ %, raw TCP [0-9.]+ %(, ratio [0-9.]+( \([0-9.]+–[0-9.]+\))?)?$`, out)
 	require.Regexp(t, `(?m)^  CPU per round trip: iwarp-go [0-9.]+ µs \(process: client and server\), raw TCP [0-9.]+ µs \(both ends\)$`, out)
 	require.Regexp(t, `(?m)^  CPU per round trip, both endpoints: iwarp-go \d+ ns, raw TCP \d+ ns, ratio [0-9.]+ \([0-9.]+–[0-9.]+\)$`, out)
+	require.Regexp(t, `(?m)^  CPU per MiB moved \(both ends\): iwarp-go \d+ µs, raw TCP \d+ µs, ratio [0-9.]+ \([0-9.]+–[0-9.]+\)$`, out)
+
+	// With CRC and no latency phase: the CPU of the CRC baseline too, and
+	// no latency spread under the bandwidth one.
+	code, out, errb = runCmd(context.Background(), "bench", "--loopback", "--compare-tcp", "--crc", "--repeat", "2", "--op", "write",
+		"--size", "65536", "--iters", "50", "--lat-iters", "0")
+	require.Equal(t, 0, code, errb)
+	require.Regexp(t, `(?m)^  CPU per MiB moved \(both ends\): iwarp-go \d+ µs, raw TCP \d+ µs, ratio [0-9.]+ \([0-9.]+–[0-9.]+\); raw TCP with CRC32c \d+ µs, ratio [0-9.]+ \([0-9.]+–[0-9.]+\)$`, out)
+	require.NotContains(t, out, "0.0–0.0 µs")
 
 	code, out, errb = runCmd(context.Background(), "bench", "--loopback", "--op", "read", "--size", "64", "--iters", "50", "--lat-iters", "0")
 	require.Equal(t, 0, code, errb)

@@ -216,6 +216,13 @@ func TestBench_CRCChecked(t *testing.T) {
 			require.Positive(t, num(t, m, "tcp_crc_msg_rate"))
 			require.InEpsilon(t, num(t, m, "gbps")/num(t, m, "tcp_crc_gbps"), num(t, m, "tcp_crc_ratio"), 1e-9)
 			require.InEpsilon(t, num(t, m, "gbps")/num(t, m, "tcp_gbps"), num(t, m, "ratio"), 1e-9)
+			// CPU per MiB of each bandwidth phase (loopback: the process
+			// holds both ends), and the ratios of the same run.
+			for _, k := range []string{"bw_cpu_ns_per_mib", "tcp_bw_cpu_ns_per_mib", "tcp_crc_bw_cpu_ns_per_mib"} {
+				require.Positive(t, num(t, m, k), k)
+			}
+			require.InEpsilon(t, num(t, m, "bw_cpu_ns_per_mib")/num(t, m, "tcp_crc_bw_cpu_ns_per_mib"), num(t, m, "crc_bw_cpu_ratio"), 1e-9)
+			require.InEpsilon(t, num(t, m, "bw_cpu_ns_per_mib")/num(t, m, "tcp_bw_cpu_ns_per_mib"), num(t, m, "bw_cpu_ratio"), 1e-9)
 		})
 	}
 }
@@ -399,6 +406,7 @@ func TestCombineRuns(t *testing.T) {
 		r.Ratio, r.LatRatio = ptr(g/tg), ptr(lat/tlat)
 		r.TCPCRCGbps, r.TCPCRCRatio, r.LatP99Ratio, r.LatCPUus = ptr(tg/2), ptr(2*g/tg), ptr(lat/tlat), ptr(lat/2)
 		r.TCPLatCPUus = ptr(tlat / 2)
+		r.CRCBwCPURatio = ptr(tg / g)
 		fillMeasures(&r, true)
 		return r
 	}
@@ -430,6 +438,10 @@ func TestCombineRuns(t *testing.T) {
 	require.Equal(t, 10.0, *c.LatCPUus, "median of 5, 15, 10")
 	require.Nil(t, c.ServerLatCPUus, "no run has it")
 	require.Equal(t, 10000.0, *c.CPUnsPerOp, "median of 5000, 15000, 10000 ns")
+	require.Equal(t, 2.0, *c.CRCBwCPURatio, "median of 4/3, 2, 2.5")
+	require.Equal(t, 4.0/3, *c.CRCBwCPURatioMin)
+	require.Equal(t, 2.5, *c.CRCBwCPURatioMax)
+	require.Nil(t, c.BwCPURatio, "no run has it")
 	require.Equal(t, 4000.0, *c.TCPCPUnsPerOp, "median of 2500, 5000, 4000 ns")
 	require.Equal(t, 2.5, *c.CPURatio, "median of the runs' ratios 2, 3, 2.5")
 	require.Equal(t, 2.0, *c.CPURatioMin)

@@ -490,7 +490,7 @@ func rdmaBench(ctx context.Context, cfg *Config) (res rdmaResult, err error) {
 	}
 	res.setup = cs[0].setup
 	prog := progress.Start(cfg.Progress, fmt.Sprintf("iwarp-go %s %s", cfg.Op, units.Bytes(int64(cfg.Size))), cfg.Iters*n, cfg.Duration)
-	res.bw, err = together(n, func(i int, start time.Time) (phaseResult, error) {
+	res.bw, err = timedTogether(cfg.Loopback, n, func(i int, start time.Time) (phaseResult, error) {
 		if cfg.Op == "send" {
 			return cs[i].streamSend(ctx, cfg, start, prog)
 		}

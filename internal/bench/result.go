@@ -75,6 +75,17 @@ type Result struct {
 	// computed per 64 KiB and checked on both ends.
 	TCPCRCGbps    *float64 `json:"tcp_crc_gbps,omitempty"`
 	TCPCRCMsgRate *float64 `json:"tcp_crc_msg_rate,omitempty"`
+	// The bandwidth phases in CPU time per MiB moved (user and system, both
+	// ends: loopback runs only, where one process holds them), iwarp-go's,
+	// raw TCP's and raw TCP + CRC's of the same run, and iwarp-go's over
+	// each baseline's. Unlike the Gb/s ratios these do not move when the
+	// host steals a core: where bandwidth is bound by CPU, a CPU ratio of
+	// r is a bandwidth ratio of 1/r on an idle machine.
+	BwCPUnsPerMiB       *float64 `json:"bw_cpu_ns_per_mib,omitempty"`
+	TCPBwCPUnsPerMiB    *float64 `json:"tcp_bw_cpu_ns_per_mib,omitempty"`
+	TCPCRCBwCPUnsPerMiB *float64 `json:"tcp_crc_bw_cpu_ns_per_mib,omitempty"`
+	BwCPURatio          *float64 `json:"bw_cpu_ratio,omitempty"`
+	CRCBwCPURatio       *float64 `json:"crc_bw_cpu_ratio,omitempty"`
 	// Ratio is ours / raw TCP bandwidth, TCPCRCRatio ours / raw TCP + CRC
 	// bandwidth; LatRatio ours / raw TCP median latency, LatP99Ratio the
 	// same of the 99th percentiles.
@@ -106,10 +117,14 @@ type Result struct {
 	LatP99RatioMax *float64 `json:"lat_p99_ratio_max,omitempty"`
 
 	// The spread of the decidable measures' ratios over the runs.
-	CPURatioMin     *float64 `json:"cpu_ratio_min,omitempty"`
-	CPURatioMax     *float64 `json:"cpu_ratio_max,omitempty"`
-	LatSlowRatioMin *float64 `json:"lat_slow_ratio_min,omitempty"`
-	LatSlowRatioMax *float64 `json:"lat_slow_ratio_max,omitempty"`
+	CPURatioMin      *float64 `json:"cpu_ratio_min,omitempty"`
+	CPURatioMax      *float64 `json:"cpu_ratio_max,omitempty"`
+	LatSlowRatioMin  *float64 `json:"lat_slow_ratio_min,omitempty"`
+	LatSlowRatioMax  *float64 `json:"lat_slow_ratio_max,omitempty"`
+	BwCPURatioMin    *float64 `json:"bw_cpu_ratio_min,omitempty"`
+	BwCPURatioMax    *float64 `json:"bw_cpu_ratio_max,omitempty"`
+	CRCBwCPURatioMin *float64 `json:"crc_bw_cpu_ratio_min,omitempty"`
+	CRCBwCPURatioMax *float64 `json:"crc_bw_cpu_ratio_max,omitempty"`
 }
 
 // phaseResult is what a bandwidth phase measured.
@@ -117,6 +132,18 @@ type phaseResult struct {
 	messages int64
 	bytes    int64
 	elapsed  time.Duration
+	// cpu is the process's CPU time over the phase, where it holds both
+	// ends (timedTogether); cpuOK says whether it was measured.
+	cpu   time.Duration
+	cpuOK bool
+}
+
+// cpuPerMiB is the phase's CPU time per MiB moved, in nanoseconds, or nil.
+func (p phaseResult) cpuPerMiB() *float64 {
+	if !p.cpuOK || p.bytes <= 0 {
+		return nil
+	}
+	return ptr(float64(p.cpu) / (float64(p.bytes) / (1 << 20)))
 }
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -175,6 +202,11 @@ func CombineRuns(runs []Result) Result {
 	res.TCPCPUnsPerOp, _, _ = medianSpread(runs, func(r *Result) *float64 { return r.TCPCPUnsPerOp })
 	res.CPURatio, res.CPURatioMin, res.CPURatioMax = medianSpread(runs, func(r *Result) *float64 { return r.CPURatio })
 	res.LatSlowRatio, res.LatSlowRatioMin, res.LatSlowRatioMax = medianSpread(runs, func(r *Result) *float64 { return r.LatSlowRatio })
+	res.BwCPUnsPerMiB, _, _ = medianSpread(runs, func(r *Result) *float64 { return r.BwCPUnsPerMiB })
+	res.TCPBwCPUnsPerMiB, _, _ = medianSpread(runs, func(r *Result) *float64 { return r.TCPBwCPUnsPerMiB })
+	res.TCPCRCBwCPUnsPerMiB, _, _ = medianSpread(runs, func(r *Result) *float64 { return r.TCPCRCBwCPUnsPerMiB })
+	res.BwCPURatio, res.BwCPURatioMin, res.BwCPURatioMax = medianSpread(runs, func(r *Result) *float64 { return r.BwCPURatio })
+	res.CRCBwCPURatio, res.CRCBwCPURatioMin, res.CRCBwCPURatioMax = medianSpread(runs, func(r *Result) *float64 { return r.CRCBwCPURatio })
 	return res
 }
 

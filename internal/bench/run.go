@@ -76,6 +76,7 @@ func runOnce(ctx context.Context, cfg *Config) (Result, error) {
 		}
 	}
 	res.ServerLatCPUus = rd.serverLatCPU
+	res.BwCPUnsPerMiB = rd.bw.cpuPerMiB()
 	if !cfg.CompareTCP {
 		fillMeasures(&res, cfg.Loopback)
 		return res, nil
@@ -96,6 +97,8 @@ func runOnce(ctx context.Context, cfg *Config) (Result, error) {
 	if t.Gbps > 0 {
 		res.Ratio = ptr(res.Gbps / t.Gbps)
 	}
+	res.TCPBwCPUnsPerMiB = tr.bw.cpuPerMiB()
+	res.BwCPURatio = quotient(res.BwCPUnsPerMiB, res.TCPBwCPUnsPerMiB)
 	if cfg.CRC {
 		var c Result
 		_, _, _, c.Gbps, c.MsgRate, _, _ = fillPhase(tr.crc, nil)
@@ -103,6 +106,8 @@ func runOnce(ctx context.Context, cfg *Config) (Result, error) {
 		if c.Gbps > 0 {
 			res.TCPCRCRatio = ptr(res.Gbps / c.Gbps)
 		}
+		res.TCPCRCBwCPUnsPerMiB = tr.crc.cpuPerMiB()
+		res.CRCBwCPURatio = quotient(res.BwCPUnsPerMiB, res.TCPCRCBwCPUnsPerMiB)
 	}
 	if len(rd.lat) > 0 && t.LatP50us > 0 {
 		res.LatRatio = ptr(res.LatP50us / t.LatP50us)

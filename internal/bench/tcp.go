@@ -363,7 +363,7 @@ func tcpStreams(ctx context.Context, cfg *Config, crc bool, prog *progress.Line)
 			links = append(links, link{func(start time.Time) (phaseResult, error) { return t.run(start, prog) }, t.close})
 		}
 	}
-	return together(len(links), func(i int, start time.Time) (phaseResult, error) { return links[i].run(start) })
+	return timedTogether(cfg.Loopback, len(links), func(i int, start time.Time) (phaseResult, error) { return links[i].run(start) })
 }
 
 // tcpPingPong is the baseline of pingPong: size bytes answered by size

@@ -41,3 +41,16 @@ func together(n int, run func(i int, start time.Time) (phaseResult, error)) (pha
 	}
 	return sum, nil
 }
+
+// timedTogether is together with the process's CPU time over the phase
+// recorded in the result, when measure is set (a loopback run, whose
+// process holds both ends of every stream).
+func timedTogether(measure bool, n int, run func(i int, start time.Time) (phaseResult, error)) (phaseResult, error) {
+	if !measure {
+		return together(n, run)
+	}
+	m := startCPU()
+	res, err := together(n, run)
+	res.cpu, res.cpuOK = m.elapsed()
+	return res, err
+}
