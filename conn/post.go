@@ -147,7 +147,11 @@ func (qp *QP) send(e *engine, idle bool, op Op) {
 	if idle && e != nil && e.txMu.TryLock() {
 		tx := &e.tx
 		now := nanotime()
-		if now-tx.lastIdlePost > inlineGap {
+		gap := int64(inlineGap)
+		if e.tlsw != nil {
+			gap = tlsInlineGap
+		}
+		if now-tx.lastIdlePost > gap {
 			tx.inlineRun = 0
 		}
 		tx.lastIdlePost = now
@@ -158,6 +162,9 @@ func (qp *QP) send(e *engine, idle bool, op Op) {
 		tx.inlineRun++
 		if inline {
 			e.transmitNow()
+			if e.tlsw != nil {
+				tx.lastIdlePost = nanotime()
+			}
 			e.txUnlock()
 			qp.deliver()
 			return
@@ -170,6 +177,15 @@ func (qp *QP) send(e *engine, idle bool, op Op) {
 // inlineGap is how far apart posts belong to one run (nanoseconds): longer
 // than back-to-back posts of a stream, shorter than a round trip.
 const inlineGap = 8000
+
+// tlsInlineGap is inlineGap inside TLS, where it is measured from the end
+// of the last inline post rather than its start: sealing a record makes an
+// inline post last about as long as a loopback round trip's share of it,
+// so a run's posts, start to start, are as far apart as a ping-pong's,
+// which inlineGap sent to the transmitter (a hand-off per message: half
+// the round trip on a quiet machine). From its end, a stream's next post
+// follows at once, and a ping-pong's waits a round trip.
+const tlsInlineGap = 2000
 
 var clockBase = time.Now()
 
