@@ -118,53 +118,58 @@ func BenchmarkRead(b *testing.B) {
 func BenchmarkSend(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(sizeName(size), func(b *testing.B) {
-			const depth = 256
 			client, server := benchPair(b)
-			rbuf := server.register(b, size, LocalWrite)
-			for i := 0; i < depth; i++ {
-				require.NoError(b, server.qp.PostRecv(RecvWR{SGL: []SGE{rbuf.SGE(0, size)}}))
-			}
-			// The receiver reposts each buffer as its Send completes and
-			// grants the sender a credit: a Send without a posted receive
-			// is fatal in iWARP, so a real application runs such a credit
-			// scheme too (here it is shared memory instead of messages).
-			var credits atomic.Int64
-			credits.Store(depth)
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				wcs := make([]WorkCompletion, 64)
-				rsgl := []SGE{rbuf.SGE(0, size)}
-				for got := 0; got < b.N; {
-					n, err := server.cq.Wait(context.Background(), wcs)
-					if err != nil {
-						return
-					}
-					for _, wc := range wcs[:n] {
-						if wc.Status != WCSuccess {
-							return
-						}
-						server.qp.PostRecv(RecvWR{SGL: rsgl})
-					}
-					credits.Add(int64(n))
-					got += n
-				}
-			}()
-			src := client.register(b, size, 0)
-			sgl := []SGE{src.SGE(0, size)}
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
-			b.ResetTimer()
-			drive(b, client, func(i int) SendWR {
-				for credits.Load() <= 0 {
-					runtime.Gosched()
-				}
-				credits.Add(-1)
-				return SendWR{Op: OpSend, SGL: sgl}
-			})
-			<-done
+			sendStreamOn(b, client, server, size)
 		})
 	}
+}
+
+// sendStreamOn is a stream of size-byte Sends from client to server.
+func sendStreamOn(b *testing.B, client, server *endpoint, size int) {
+	const depth = 256
+	rbuf := server.register(b, size, LocalWrite)
+	for i := 0; i < depth; i++ {
+		require.NoError(b, server.qp.PostRecv(RecvWR{SGL: []SGE{rbuf.SGE(0, size)}}))
+	}
+	// The receiver reposts each buffer as its Send completes and
+	// grants the sender a credit: a Send without a posted receive
+	// is fatal in iWARP, so a real application runs such a credit
+	// scheme too (here it is shared memory instead of messages).
+	var credits atomic.Int64
+	credits.Store(depth)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		wcs := make([]WorkCompletion, 64)
+		rsgl := []SGE{rbuf.SGE(0, size)}
+		for got := 0; got < b.N; {
+			n, err := server.cq.Wait(context.Background(), wcs)
+			if err != nil {
+				return
+			}
+			for _, wc := range wcs[:n] {
+				if wc.Status != WCSuccess {
+					return
+				}
+				server.qp.PostRecv(RecvWR{SGL: rsgl})
+			}
+			credits.Add(int64(n))
+			got += n
+		}
+	}()
+	src := client.register(b, size, 0)
+	sgl := []SGE{src.SGE(0, size)}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	drive(b, client, func(i int) SendWR {
+		for credits.Load() <= 0 {
+			runtime.Gosched()
+		}
+		credits.Add(-1)
+		return SendWR{Op: OpSend, SGL: sgl}
+	})
+	<-done
 }
 
 // BenchmarkPingPong is the round trip of an 8-byte Send answered by an

@@ -54,7 +54,8 @@
 //     stand-by set's tick or a waiter's hand-back wakes it, so that it is
 //     never woken by a waiter letting go of it.
 //   - The transmit token (a mutex): the FPDU writer (inside TLS, with the
-//     record stage beneath it), the message being segmented, the MSNs of
+//     record stage beneath it and whether its writes may wait), the
+//     message being segmented, the MSNs of
 //     every queue (Sends and Immediate Data on 0; Read, Atomic and Flush
 //     Requests on 1; Atomic and Flush Responses on 3) and the Request IDs.
 //     The transmitter goroutine
@@ -77,6 +78,13 @@
 //     CQ. The count of slots held or promised to posted work (reserved at
 //     posting, given back by unsignaled completions) is an atomic beside
 //     it, so posting takes no CQ lock.
+//   - The write-behind lock (a leaf; tlswb.go, inside TLS): the backlog of
+//     sealed records beneath crypto/tls. crypto/tls writes into it under
+//     its own write lock from whichever goroutine seals (a transmit token
+//     holder, or the reading side answering a KeyUpdate), never waiting
+//     for the socket; only the transmit token holder drains it, and
+//     writes to the socket with the lock released and crypto/tls's not
+//     held.
 //   - The poke lock (a leaf, taken under any of the others): held by a
 //     poke while it sets the past deadline that cuts the receive token
 //     holder's wait between FPDUs (a completion pushed by another
@@ -96,8 +104,9 @@
 //     the receive path (mw.go).
 //
 // The lock order is receive token → transmit token → QP.mu → SRQ.mu →
-// CQ.mu; the leaves (the poke lock, the stand-by set's lock, the stag
-// table's lock, a Watched region's lock) take nothing under them. A token is only ever taken with
+// CQ.mu; the leaves (the write-behind lock, the poke lock, the stand-by
+// set's lock, the stag table's lock, a Watched region's lock) take nothing
+// under them. A token is only ever taken with
 // TryLock while a later one is held. When a connection fails, whoever holds or next takes each token ends that
 // token's role; the last role to end flushes the queues and closes the
 // queue pair. Nothing waits for a particular goroutine, so a call that
@@ -232,11 +241,17 @@
 // which few deployments run; siw and RDMA NICs speak iWARP over bare TCP
 // only. The MPA CRC is negotiated as without TLS (on by default, RFC 5044
 // §4.4); since TLS authenticates every byte, WithCRC(CRCOff) on both ends
-// is sound inside TLS and saves a CRC32c pass. The TLS stream has no
-// socket of its own to the library, so the socket-level fast paths
-// (readv, writev, a posting goroutine's non-blocking send, the buffer-free
-// idle wait) give way to the portable ones; socket options go to the TCP
-// connection beneath, a tap records the plaintext above TLS, and Close
-// closes TCP without a close_notify alert, whose write crypto/tls would
-// let a peer that stops reading hold up for five seconds.
+// is sound inside TLS and saves a CRC32c pass. Beneath crypto/tls a
+// write-behind layer takes sealed records without waiting for the socket
+// (one non-blocking attempt, the rest in a backlog of at most 1 MiB that
+// the transmitter drains), so that a posting goroutine seals and sends a
+// short message itself as over bare TCP, and a peer that stops reading
+// holds up neither it nor the reading side answering a TLS 1.3 KeyUpdate;
+// crypto/tls's own writes past the bound end the connection. A *tls.Conn
+// given to Client or Server has no such layer: its messages go through
+// the transmitter. The other socket-level fast paths (readv, writev, the
+// buffer-free idle wait) give way to the portable ones; socket options go
+// to the TCP connection beneath, a tap records the plaintext above TLS,
+// and Close closes TCP without a close_notify alert, whose write crypto/tls
+// would let a peer that stops reading hold up for five seconds.
 package conn

@@ -100,6 +100,11 @@ type engine struct {
 	idle  time.Duration         // WithIdleTimeout; 0: never
 	act   atomic.Int64          // nanotime of the last FPDU sent or received (idle only)
 	idleT *time.Timer
+
+	// tlsw is the TLS stream with a write-behind layer beneath it, nil
+	// without one: inline sends go through tlsConn.tryFlush, and the
+	// transmitter drains the layer's backlog.
+	tlsw *tlsConn
 }
 
 func newEngine(qp *QP, c net.Conn, res *mpa.Result, cfg *config, peer peerInfo) *engine {
@@ -116,6 +121,10 @@ func newEngine(qp *QP, c net.Conn, res *mpa.Result, cfg *config, peer peerInfo) 
 	e.mulpdu = mulpduFor(c, cfg, peerIsGo, res.SendMarkers)
 	e.rx.init(c, res, e.ext)
 	e.tx.init(c, res)
+	if t := tlsOf(c); t != nil && t.wb != nil {
+		e.tlsw = t
+		t.wb.notify(qp.kick)
+	}
 	ord := int(res.ORD)
 	if !res.IRDORDKnown {
 		ord = int(cfg.peerIRD)

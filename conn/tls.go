@@ -79,14 +79,61 @@ func WithTLS(cfg *tls.Config) Option {
 // would break Close's and Abort's bounds. A forged FIN at an FPDU boundary
 // ends the connection as a forged reset would, which TCP without IPsec
 // cannot prevent anyway; it cannot make a message appear complete.
+//
+// Writes go through wb, a write-behind layer beneath crypto/tls (nil for a
+// *tls.Conn the application made, whose writes block as crypto/tls's do).
+// Write blocks until the socket has taken everything, unless the transmit
+// token holder cleared block for a write that must not wait (tryFlush).
 type tlsConn struct {
 	*tls.Conn
-	raw   net.Conn // the TCP connection beneath
-	stage []byte   // WriteBuffers' record-sized staging, made at first use
+	raw   net.Conn     // the TCP connection beneath
+	wb    *writeBehind // between crypto/tls and raw, or nil
+	stage []byte       // WriteBuffers' record-sized staging, made at first use
+	block bool         // Write waits for the socket (owned by the transmit token)
 }
 
-func newTLSConn(tc *tls.Conn) *tlsConn {
-	return &tlsConn{Conn: tc, raw: tc.NetConn()}
+func newTLSConn(tc *tls.Conn, raw net.Conn, wb *writeBehind) *tlsConn {
+	if wb != nil {
+		wb.enable()
+	}
+	return &tlsConn{Conn: tc, raw: raw, wb: wb, block: true}
+}
+
+// Write seals p into records. With block set it hands crypto/tls at most
+// wbChunk at a time, each after the backlog has room for it, and returns
+// once the socket has taken everything: the transmitter's and setup's
+// writes. With block cleared nothing waits for the socket.
+func (t *tlsConn) Write(p []byte) (int, error) {
+	if t.wb == nil || !t.block {
+		return t.Conn.Write(p)
+	}
+	n := 0
+	for len(p) > 0 {
+		if err := t.wb.drainTo(wbMax - 2*wbChunk); err != nil {
+			return n, err
+		}
+		k := min(len(p), wbChunk)
+		m, err := t.Conn.Write(p[:k])
+		if n += m; err != nil {
+			return n, err
+		}
+		p = p[k:]
+	}
+	return n, t.wb.drainTo(0)
+}
+
+// tryFlush is Flush for a caller that must not block (a posting goroutine,
+// the receive token holder): it seals and hands on the queued FPDUs when
+// the backlog is empty and the batch is short, and reports false, having
+// written nothing, otherwise. Called with the transmit token held.
+func (t *tlsConn) tryFlush(w *mpa.Writer) (bool, error) {
+	if t.wb == nil || w.Buffered() > wbChunk || t.wb.pending() > 0 {
+		return false, nil
+	}
+	t.block = false
+	err := w.Flush()
+	t.block = true
+	return err == nil, err
 }
 
 // Close closes the TCP connection; see tlsConn.
@@ -117,7 +164,7 @@ func (t *tlsConn) WriteBuffers(bufs [][]byte) (int64, error) {
 	if t.stage == nil {
 		t.stage = make([]byte, 0, tlsRecord)
 	}
-	return writeRecords(t.Conn, t.stage, bufs)
+	return writeRecords(t, t.stage, bufs)
 }
 
 // writeRecords writes bufs to w in pieces that are whole multiples of a
@@ -171,7 +218,7 @@ func tlsOf(c net.Conn) *tlsConn {
 // bounded, TLSState shows it.
 func adoptTLS(c net.Conn) net.Conn {
 	if tc, ok := c.(*tls.Conn); ok {
-		return newTLSConn(tc)
+		return newTLSConn(tc, tc.NetConn(), nil)
 	}
 	return c
 }
@@ -230,12 +277,13 @@ func hostOf(addr string) string {
 // clientTLS runs the initiator's TLS handshake on the TCP connection c,
 // bounded by ctx; on failure c is closed.
 func clientTLS(ctx context.Context, c net.Conn, cfg *tls.Config, host string) (*tlsConn, error) {
-	tc := tls.Client(c, tlsConfig(cfg, true, host))
+	wb := newWriteBehind(c, c)
+	tc := tls.Client(wb, tlsConfig(cfg, true, host))
 	if err := withDeadline(ctx, c, tc.Handshake); err != nil {
 		c.Close()
 		return nil, handshakeError(ctx, c, err, "is it an iWARP listener without TLS?")
 	}
-	return newTLSConn(tc), nil
+	return newTLSConn(tc, c, wb), nil
 }
 
 // serverTLS runs the responder's TLS handshake on the TCP connection c,
@@ -262,13 +310,12 @@ func serverTLS(ctx context.Context, c net.Conn, cfg *config) (*tlsConn, error) {
 		rerr := req.Reject(ctx, tlsRequiredPD)
 		return nil, fmt.Errorf("%w: a plain MPA Request from %s was rejected%s", ErrTLSRequired, addrString(c.RemoteAddr()), errSuffix(rerr))
 	}
-	tc := tls.Server(sc, tlsConfig(cfg.tls, false, ""))
+	wb := newWriteBehind(sc, c)
+	tc := tls.Server(wb, tlsConfig(cfg.tls, false, ""))
 	if err := withDeadline(ctx, c, tc.Handshake); err != nil {
 		return nil, handshakeError(ctx, c, err, "")
 	}
-	t := newTLSConn(tc)
-	t.raw = c // the TCP connection, not the sniffer
-	return t, nil
+	return newTLSConn(tc, c, wb), nil
 }
 
 func errSuffix(err error) string {

@@ -93,3 +93,11 @@ func BenchmarkTLS_Write1MiB(b *testing.B) {
 		return SendWR{Op: OpWrite, SGL: sgl, Remote: remote}
 	})
 }
+
+// BenchmarkTLS_Send64 is a stream of 64-byte Sends inside TLS: it shows
+// that posts in quick succession are still batched into one record and
+// one write by the transmitter, not sealed and written one by one.
+func BenchmarkTLS_Send64(b *testing.B) {
+	client, server := tlsBenchPair(b)
+	sendStreamOn(b, client, server, 64)
+}

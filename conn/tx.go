@@ -113,6 +113,14 @@ func (e *engine) transmit() {
 			e.afterFlush()
 		}
 		if !more {
+			// What crypto/tls wrote past a poster's write, or of its own
+			// (a KeyUpdate reply), waits in the write-behind backlog.
+			if t := e.tlsw; t != nil && t.wb.pending() > 0 {
+				if err := t.wb.drainTo(0); err != nil {
+					e.writeFailed(err)
+					e.endTxLocked()
+				}
+			}
 			return
 		}
 	}
@@ -129,7 +137,13 @@ func (e *engine) transmitNow() {
 		return
 	}
 	if e.tx.w.Pending() > 0 {
-		done, err := e.tx.w.TryFlush()
+		var done bool
+		var err error
+		if t := e.tlsw; t != nil {
+			done, err = t.tryFlush(e.tx.w)
+		} else {
+			done, err = e.tx.w.TryFlush()
+		}
 		if err != nil {
 			e.writeFailed(err)
 			e.endTxLocked()
