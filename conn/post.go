@@ -142,16 +142,12 @@ func (qp *QP) PostSendBatch(wrs []SendWR) (int, error) {
 // or the Read or Flush that makes it durable, go out without a hand-off,
 // while a stream of Sends or of Writes pays for one system call of its
 // own, not two (a second inline Send per run cost the 64-byte Send stream
-// a quarter of its rate). Inside TLS the gap is tlsInlineGap.
+// a quarter of its rate).
 func (qp *QP) send(e *engine, idle bool, op Op) {
 	if idle && e != nil && e.txMu.TryLock() {
 		tx := &e.tx
 		now := nanotime()
-		gap := int64(inlineGap)
-		if e.tlsw != nil {
-			gap = tlsInlineGap
-		}
-		if now-tx.lastIdlePost > gap {
+		if now-tx.lastIdlePost > inlineGap {
 			tx.inlineRun = 0
 		}
 		tx.lastIdlePost = now
@@ -162,9 +158,7 @@ func (qp *QP) send(e *engine, idle bool, op Op) {
 		tx.inlineRun++
 		if inline {
 			e.transmitNow()
-			if e.tlsw != nil {
-				tx.lastIdlePost = nanotime()
-			}
+			tx.lastIdlePost = nanotime()
 			e.txUnlock()
 			qp.deliver()
 			return
@@ -174,17 +168,14 @@ func (qp *QP) send(e *engine, idle bool, op Op) {
 	qp.kick()
 }
 
-// inlineGap is how far apart posts belong to one run (nanoseconds): longer
-// than back-to-back posts of a stream, shorter than a round trip.
-const inlineGap = 8000
-
-// tlsInlineGap is inlineGap inside TLS, timed from the end of the last
-// inline post instead of its start. Start to start, a ping-pong's posts
-// were often less than inlineGap apart (a loopback round trip inside TLS
-// is under 8 µs on a quiet machine), so half of them went to the
-// transmitter; from the end, a stream's next post comes within a fraction
-// of a microsecond, a ping-pong's only after the peer's reply.
-const tlsInlineGap = 2000
+// inlineGap is how far apart posts belong to one run (nanoseconds), timed
+// from the end of the last inline post: a stream's next post comes within
+// a fraction of a microsecond of it, a ping-pong's only after the peer's
+// reply. Timed start to start (as it once was, with 8 µs), a loopback
+// ping-pong's posts were often closer than the gap, since framing and
+// writing make an inline post long (sealing inside TLS even more so), and
+// most of them went to the transmitter.
+const inlineGap = 2000
 
 var clockBase = time.Now()
 
