@@ -194,14 +194,19 @@ type inboundReads struct {
 	gen              uint32
 }
 
+// The entries are allocated at the first Read, Atomic or Flush Request,
+// so that a queue pair never asked to respond holds none.
 func newInboundReads(limit int) inboundReads {
-	return inboundReads{ent: make([]irqEntry, max(limit, 1)), limit: limit}
+	return inboundReads{limit: limit}
 }
 
 func (q *inboundReads) outstanding() int { return int(q.tail - q.head) }
 func (q *inboundReads) full() bool       { return q.outstanding() >= q.limit }
 func (q *inboundReads) empty() bool      { return q.head == q.tail }
 func (q *inboundReads) at(c uint32) *irqEntry {
+	if q.ent == nil {
+		q.ent = make([]irqEntry, max(q.limit, 1))
+	}
 	return &q.ent[slot(c, len(q.ent))]
 }
 

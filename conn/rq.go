@@ -31,23 +31,31 @@ type recvSource interface {
 // corrupting the queue.
 var errNoReceive = errors.New("iwarp: internal error: a receive completed with none posted")
 
-// recvQueue is a queue pair's own receive queue, guarded by QP.mu.
+// recvQueue is a queue pair's own receive queue, guarded by QP.mu. Like
+// the send queue's, its ring is allocated at the first post.
 type recvQueue struct {
 	wqe        []recvWQE
 	sge        sgeSlots
+	depth      int
 	head, tail uint32 // oldest posted (being filled), next free
 }
 
 func newRecvQueue(depth, maxSGE int) recvQueue {
-	return recvQueue{wqe: make([]recvWQE, depth), sge: newSGESlots(depth, maxSGE)}
+	return recvQueue{depth: depth, sge: newSGESlots(depth, maxSGE)}
 }
 
 func (q *recvQueue) len() int         { return int(q.tail - q.head) }
-func (q *recvQueue) full() bool       { return q.len() == len(q.wqe) }
-func (q *recvQueue) pos(c uint32) int { return slot(c, len(q.wqe)) }
+func (q *recvQueue) full() bool       { return q.len() == q.depth }
+func (q *recvQueue) pos(c uint32) int { return slot(c, q.depth) }
 
-// free returns the SGE storage of the next free slot.
-func (q *recvQueue) free() []sgeRef { return q.sge.all(q.pos(q.tail)) }
+// free returns the SGE storage of the next free slot, allocating the ring
+// at the first post.
+func (q *recvQueue) free() []sgeRef {
+	if q.wqe == nil {
+		q.wqe = make([]recvWQE, q.depth)
+	}
+	return q.sge.all(q.pos(q.tail))
+}
 
 func (q *recvQueue) push(w recvWQE) {
 	q.wqe[q.pos(q.tail)] = w

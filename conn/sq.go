@@ -20,18 +20,25 @@ func releaseRefs(refs []sgeRef) {
 }
 
 // sgeSlots is the SGE storage of a ring of work requests: per SGEs for
-// each slot, allocated once.
+// each slot, allocated once, at the first post: most of what a queue pair
+// that has never posted would otherwise hold (docs/performance.md, "What an
+// idle queue pair holds").
 type sgeSlots struct {
-	refs []sgeRef
-	per  int
+	refs       []sgeRef
+	slots, per int
 }
 
 func newSGESlots(slots, per int) sgeSlots {
-	return sgeSlots{refs: make([]sgeRef, slots*per), per: per}
+	return sgeSlots{slots: slots, per: per}
 }
 
 // all returns slot i's storage, for resolving a new work request into.
-func (s *sgeSlots) all(i int) []sgeRef { return s.refs[i*s.per : (i+1)*s.per] }
+func (s *sgeSlots) all(i int) []sgeRef {
+	if s.refs == nil {
+		s.refs = make([]sgeRef, s.slots*s.per)
+	}
+	return s.refs[i*s.per : (i+1)*s.per]
+}
 
 // used returns the first n SGEs of slot i.
 func (s *sgeSlots) used(i, n int) []sgeRef { return s.refs[i*s.per : i*s.per+n] }
@@ -64,31 +71,47 @@ type sendWQE struct {
 //
 //	[head, next)  started (framed or waiting for a response), not completed
 //	[next, tail)  posted, not started
+//
+// The ring and its SGE storage are allocated at the first post (free), so
+// that a queue pair which never sends holds neither.
 type sendQueue struct {
 	wqe              []sendWQE
 	sge              sgeSlots
+	depth            int
 	head, next, tail uint32
 }
 
 func newSendQueue(depth, maxSGE int) sendQueue {
-	return sendQueue{wqe: make([]sendWQE, depth), sge: newSGESlots(depth, maxSGE)}
+	return sendQueue{depth: depth, sge: newSGESlots(depth, maxSGE)}
 }
 
 func (q *sendQueue) len() int           { return int(q.tail - q.head) }
-func (q *sendQueue) full() bool         { return q.len() == len(q.wqe) }
+func (q *sendQueue) full() bool         { return q.len() == q.depth }
 func (q *sendQueue) idle() bool         { return q.next == q.tail }
 func (q *sendQueue) empty() bool        { return q.head == q.tail }
-func (q *sendQueue) pos(ctr uint32) int { return slot(ctr, len(q.wqe)) }
+func (q *sendQueue) pos(ctr uint32) int { return slot(ctr, q.depth) }
 
 // at returns the work request with counter ctr and its SGEs.
 func (q *sendQueue) at(ctr uint32) (*sendWQE, []sgeRef) {
+	q.alloc() // a hostile peer's response may name a slot before any post
 	i := q.pos(ctr)
 	w := &q.wqe[i]
 	return w, q.sge.used(i, w.nsge)
 }
 
-// free returns the SGE storage of the next free slot.
-func (q *sendQueue) free() []sgeRef { return q.sge.all(q.pos(q.tail)) }
+// free returns the SGE storage of the next free slot, allocating the ring
+// at the first post.
+func (q *sendQueue) free() []sgeRef {
+	q.alloc()
+	return q.sge.all(q.pos(q.tail))
+}
+
+func (q *sendQueue) alloc() {
+	if q.wqe == nil {
+		q.wqe = make([]sendWQE, q.depth)
+		q.sge.all(0)
+	}
+}
 
 // push appends w, whose SGEs were resolved into free().
 func (q *sendQueue) push(w sendWQE) {

@@ -51,10 +51,10 @@ type txState struct {
 func (tx *txState) init(c net.Conn, res *mpa.Result) {
 	tx.crc = res.CRC
 	tx.w = mpa.NewWriter(c, mpa.WriterConfig{CRC: res.CRC, Markers: res.SendMarkers})
-	tx.segPayload = make([][]byte, 0, MaxSGE+1)
-	tx.pieces = make([][]byte, 0, MaxSGE)
 	tx.sendMSN, tx.rreqMSN, tx.qn3MSN = 1, 1, 1
-	tx.sent = make([]uint32, 0, maxBatchFPDUs)
+	// segPayload, pieces and sent (2.8 KiB at their largest) are made at
+	// the first message framed and grown by append, then kept: a queue
+	// pair that never sends holds none of them.
 }
 
 // abandon drops the message being framed and everything queued and not
@@ -458,6 +458,9 @@ func (e *engine) frameSegment() error {
 
 func (e *engine) frameOne() error {
 	tx := &e.tx
+	if tx.segPayload == nil {
+		tx.segPayload = make([][]byte, 0, MaxSGE+1)
+	}
 	seg, ok := tx.seg.Next(tx.hdr[:0], tx.segPayload[:0])
 	if !ok {
 		tx.cur = txNone
