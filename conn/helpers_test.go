@@ -102,6 +102,25 @@ func connectPair(t testing.TB, pc pairConfig) (client, server *endpoint) {
 	return client, server
 }
 
+// connectOnPD connects a new client endpoint to ln and accepts it into a
+// new queue pair of pd completing on cq (several queue pairs sharing a
+// PD), closing both at the end of the test.
+func connectOnPD(t testing.TB, ctx context.Context, ln *Listener, pd *PD, cq *CQ, setup func(*QP)) (server *QP, client *endpoint) {
+	t.Helper()
+	server, err := pd.NewQP(cq, QPCaps{})
+	require.NoError(t, err)
+	if setup != nil {
+		setup(server)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- ln.Accept(ctx, server) }()
+	client = newEndpoint(t, QPCaps{})
+	require.NoError(t, client.qp.Connect(ctx, "tcp", ln.Addr().String()))
+	require.NoError(t, <-errc)
+	t.Cleanup(func() { client.qp.Close(); server.Close() })
+	return server, client
+}
+
 // checkLeaks fails the test if goroutines started by it are still running.
 func checkLeaks(t *testing.T) {
 	t.Helper()

@@ -31,15 +31,9 @@ func TestSendWithInvalidate_SharedPD_RFC5040_8_1_1_Item7(t *testing.T) {
 	var sqp [3]*QP
 	var cli [3]*endpoint
 	connect := func(i int) {
-		sqp[i], err = pd.NewQP(scq, QPCaps{})
-		require.NoError(t, err)
-		require.NoError(t, sqp[i].PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{rbuf.SGE(0, 64)}}))
-		errc := make(chan error, 1)
-		go func() { errc <- ln.Accept(ctx, sqp[i]) }()
-		cli[i] = newEndpoint(t, QPCaps{})
-		require.NoError(t, cli[i].qp.Connect(ctx, "tcp", ln.Addr().String()))
-		require.NoError(t, <-errc)
-		t.Cleanup(func() { cli[i].qp.Close(); sqp[i].Close() })
+		sqp[i], cli[i] = connectOnPD(t, ctx, ln, pd, scq, func(qp *QP) {
+			require.NoError(t, qp.PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{rbuf.SGE(0, 64)}}))
+		})
 	}
 	connect(0)
 	connect(1)

@@ -251,14 +251,7 @@ func TestMW_Type2_TiedToItsQP_RFC5040_8_1_1(t *testing.T) {
 	var sqp [2]*QP
 	var cli [2]*endpoint
 	for i := range sqp {
-		sqp[i], err = pd.NewQP(scq, QPCaps{})
-		require.NoError(t, err)
-		errc := make(chan error, 1)
-		go func() { errc <- ln.Accept(ctx, sqp[i]) }()
-		cli[i] = newEndpoint(t, QPCaps{})
-		require.NoError(t, cli[i].qp.Connect(ctx, "tcp", ln.Addr().String()))
-		require.NoError(t, <-errc)
-		t.Cleanup(func() { cli[i].qp.Close(); sqp[i].Close() })
+		sqp[i], cli[i] = connectOnPD(t, ctx, ln, pd, scq, nil)
 	}
 	mem := make([]byte, 128)
 	mr, err := pd.Register(mem, LocalWrite|RemoteWrite|MWBind)
