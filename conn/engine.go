@@ -154,19 +154,16 @@ const (
 
 // mulpduFor picks the largest ULPDU to send: what the options say, else
 // the largest the RFC allows between iwarp-go peers, else what fits one
-// TCP segment (siw's rule: FPDU = MSS rounded down to 8). With markers the
-// FPDU on the wire grows by 4 octets every 512 (RFC 5044 §4.3), which the
-// size leaves room for.
+// TCP segment (fpduForMSS). With markers the FPDU on the wire grows by 4
+// octets every 512 (RFC 5044 §4.3), which the size leaves room for.
 func mulpduFor(c net.Conn, cfg *config, peerIsGo, markers bool) int {
 	fpdu := cfg.maxFPDU
 	if fpdu == 0 {
 		if peerIsGo || tlsOf(c) != nil {
 			// Inside TLS, FPDUs cannot line up with segments anyway.
 			fpdu = maxFPDU
-		} else if mss := tcpMSS(c); mss > 0 {
-			fpdu = mss &^ 7
 		} else {
-			fpdu = maxFPDU
+			fpdu = fpduForMSS(tcpMSS(c))
 		}
 	}
 	if markers {
@@ -179,6 +176,28 @@ func mulpduFor(c net.Conn, cfg *config, peerIsGo, markers bool) int {
 		limit = min(limit, mpa.MaxULPDUWithMarkers)
 	}
 	return min(max(ulpdu, minMULPDU), limit)
+}
+
+// fpduForMSS is the FPDU size toward a peer that is not iwarp-go, for a
+// TCP maximum segment size read at connection set-up (0: unknown): one
+// segment's worth, rounded down to 8 (siw's rule, RFC 5044 §8's "FPDU
+// aligned with a TCP segment"), so that a segment ends where an FPDU does.
+//
+// An MSS above half the largest FPDU is not a segment size but Linux's
+// bound on a young connection (tcp_bound_to_half_wnd: half the largest
+// window the peer has offered, so half its 64 KiB SYN window on loopback).
+// siw reads the MSS as each message starts, once the window has grown,
+// and sends its loopback FPDUs whole-MSS (ULPDU 65474). Taking that half
+// would give 32768-octet FPDUs instead: twice as many, and two of them
+// end exactly 64 KiB past a message's start, where a 65535-octet window
+// without scaling (QEMU's user network, docs/interop.md item 7) cuts the
+// stream one octet short, inside the second FPDU's CRC. Segments that
+// large fit the largest FPDU, so it is the one sent.
+func fpduForMSS(mss int) int {
+	if mss <= 0 || mss > maxFPDU/2 {
+		return maxFPDU
+	}
+	return mss &^ 7
 }
 
 // start runs the engine's goroutines.

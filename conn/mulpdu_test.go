@@ -53,3 +53,47 @@ func TestMULPDU_RFC5044_3_Range(t *testing.T) {
 	_, err := buildConfig(defaultConfig(), []Option{WithMaxFPDU(minFPDU)})
 	require.NoError(t, err)
 }
+
+// RFC 5044 §8: toward a peer that is not iwarp-go, an FPDU fills one TCP
+// segment (rounded down to 8, as siw does), unless the MSS read at set-up
+// is above half the largest FPDU: then it is Linux's half-window bound on a
+// young loopback connection, and the largest FPDU is what fits a segment.
+func TestFPDUForMSS_RFC5044_8_SegmentAligned(t *testing.T) {
+	for _, tc := range []struct{ mss, want int }{
+		{0, maxFPDU},         // unknown
+		{536, 536},           // the IPv4 default
+		{1448, 1448},         // Ethernet with timestamps
+		{1460, 1456},         // Ethernet without: rounded down to 8
+		{8948, 8944},         // 9000-octet jumbo frames
+		{maxFPDU / 2, 32384}, // the largest taken as a segment size
+		{32768, maxFPDU},     // half of a 64 KiB window, not a segment
+		{65483, maxFPDU},     // loopback's own MSS
+	} {
+		got := fpduForMSS(tc.mss)
+		require.Equal(t, tc.want, got, "MSS %d", tc.mss)
+		require.LessOrEqual(t, got, maxFPDU, "MSS %d", tc.mss)
+		if tc.mss > 0 && tc.mss <= maxFPDU/2 {
+			require.LessOrEqual(t, got, tc.mss, "MSS %d: the FPDU fits the segment", tc.mss)
+		}
+	}
+	// The 32768-octet FPDUs the half-window MSS gave put an FPDU end exactly
+	// 64 KiB past the start of a 64 KiB tagged message; the sizes chosen now
+	// put none there.
+	ends := func(fpdu, msg int) map[int]bool {
+		cfg := defaultConfig()
+		cfg.maxFPDU = fpdu
+		ulpdu := mulpduFor(nil, &cfg, false, false)
+		payload := ulpdu - 14 // a tagged DDP header
+		got := map[int]bool{}
+		off := 0
+		for msg > 0 {
+			n := min(payload, msg)
+			msg -= n
+			off += 2 + 14 + n + (4-(2+14+n)%4)%4 + 4
+			got[off] = true
+		}
+		return got
+	}
+	require.True(t, ends(32768, 65536)[65536], "the old size's second FPDU ends at 64 KiB")
+	require.False(t, ends(fpduForMSS(32768), 65536)[65536])
+}
