@@ -16,11 +16,7 @@
 #
 # Environment: IWARP_SCALE_MEM (guest MiB, default 6144), IWARP_SCALE_CPUS
 # (default 2), IWARP_SCALE_TIMEOUT (the whole guest run, default 75m; the
-# guest is killed after it), IWARP_SCALE_NOFILE (RLIMIT_NOFILE set in the
-# guest before the run; leave it unset for Scale100000QPs, which raises it
-# itself, but the 1,000 and 10,000 rows of conn/scale_bench_test.go do not
-# and need it: the guest's default hard limit is 4096), IWARP_SIW_OUT
-# (default interop/siw/out), GO.
+# guest is killed after it), IWARP_SIW_OUT (default interop/siw/out), GO.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -30,7 +26,6 @@ GO=${GO:-go}
 BENCH=${1:-'Scale100000QPs$'}
 MEM=${IWARP_SCALE_MEM:-6144}
 CPUS=${IWARP_SCALE_CPUS:-2}
-NOFILE=${IWARP_SCALE_NOFILE:-}
 TIMEOUT=${IWARP_SCALE_TIMEOUT:-75m}
 OUT=${IWARP_SIW_OUT:-$HERE/out}/scale
 
@@ -75,7 +70,6 @@ echo 65535 >/proc/sys/net/core/somaxconn
 echo 65535 >/proc/sys/net/ipv4/tcp_max_syn_backlog
 echo '786432 1048576 1572864' >/proc/sys/net/ipv4/tcp_mem
 echo 262144 >/proc/sys/net/ipv4/tcp_max_orphans
-${NOFILE:+ulimit -n $NOFILE}
 echo "guest: kernel \$(uname -r), \$(grep -c ^processor /proc/cpuinfo) CPUs, \$(grep MemTotal /proc/meminfo | tr -s ' ')"
 echo "guest: RLIMIT_NOFILE \$(ulimit -Sn)/\$(ulimit -Hn), nr_open \$(cat /proc/sys/fs/nr_open), ports \$(cat /proc/sys/net/ipv4/ip_local_port_range | tr '\t' ' ')"
 echo "conn at $rev$dirty, -test.bench '$BENCH'"
