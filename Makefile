@@ -18,7 +18,7 @@ PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 \
 STATICCHECK_VERSION = v0.8.2
 STATICCHECK ?= $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)/staticcheck
 
-.PHONY: demo test unit fuzz fuzz-short bench interop vet staticcheck staticcheck-install
+.PHONY: demo test unit fuzz fuzz-short bench bench-scale interop vet staticcheck staticcheck-install
 
 # A client and a server over loopback: Send/Receive, RDMA Write and Read,
 # every byte verified (exit status 0 on success).
@@ -71,6 +71,12 @@ fuzz:
 # durable-write rows (default 3 and 200ms).
 bench:
 	./scripts/bench.sh
+
+# BenchmarkScale100000QPs inside the siw lab's guest, where RLIMIT_NOFILE
+# can be raised (interop/siw/scale.sh); SCALE_BENCH picks another row.
+SCALE_BENCH ?= Scale100000QPs$$
+bench-scale:
+	./interop/siw/scale.sh '$(SCALE_BENCH)'
 
 interop:
 	./interop/siw/run.sh all

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -158,23 +157,6 @@ func scaleServeAll(ctx context.Context, client, server *scaleSide) (time.Duratio
 		}
 	}
 	return time.Since(start), nil
-}
-
-// raiseNoFile raises RLIMIT_NOFILE to at least want (the hard limit too,
-// which needs privilege) and returns what puts the old limits back.
-func raiseNoFile(want uint64) (restore func(), err error) {
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-		return nil, err
-	}
-	if old.Cur >= want {
-		return func() {}, nil
-	}
-	raised := syscall.Rlimit{Cur: want, Max: max(old.Max, want)}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised); err != nil {
-		return nil, fmt.Errorf("raising RLIMIT_NOFILE from %d (hard %d) to %d: %w", old.Cur, old.Max, want, err)
-	}
-	return func() { syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old) }, nil
 }
 
 // scaleListeners is how many listening ports pairs connections from

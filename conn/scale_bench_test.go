@@ -83,6 +83,13 @@ func newScaleSide(b *testing.B, pairs int, pd *PD) *scaleSide {
 }
 
 func benchScale(b *testing.B, pairs int, shared bool) {
+	// A file per queue pair and some to spare; in the siw lab's guest the
+	// hard limit is 4096.
+	if restore, err := raiseNoFile(uint64(2*pairs + 1024)); err != nil {
+		b.Log(err) // the dial's error below says what ran out
+	} else {
+		defer restore()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	goroutines0 := runtime.NumGoroutine()
