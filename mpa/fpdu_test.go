@@ -452,14 +452,14 @@ func TestWriter_ArenaGrowthKeepsQueuedHeaders(t *testing.T) {
 		require.NoError(t, w.WriteFPDU(s.hdr, s.payload))
 	}
 	require.Greater(t, len(w.a.chunks), 2)
+	blocks := len(w.a.chunks)
 	require.NoError(t, w.Flush())
 	got := decodeAll(t, &out, ReaderConfig{CRC: true})
 	require.Len(t, got, len(specs))
 	for i := range specs {
 		require.Equal(t, specs[i].ulpdu(), got[i])
 	}
-	// After the Flush the blocks are reused, not reallocated.
-	blocks := len(w.a.chunks)
+	// The same batch again takes as many blocks as the first.
 	for _, s := range specs {
 		require.NoError(t, w.WriteFPDU(s.hdr, s.payload))
 	}
@@ -508,9 +508,39 @@ func TestWriter_InlinesSmallPayloads(t *testing.T) {
 	for i := 0; i < 1000; i++ {
 		require.NoError(t, w.WriteFPDU(tagged(1, 1), make([]byte, inlinePayload)))
 	}
-	require.NoError(t, w.Flush())
 	headersOnly := (1000*(lengthLen+14+crcLen) + arenaChunk - 1) / arenaChunk
 	require.LessOrEqual(t, len(w.a.chunks), headersOnly+1)
+	require.NoError(t, w.Flush())
+}
+
+// An idle Writer holds no arena block: each goes back to the shared free
+// list once the queue is written (or the only FPDU is dropped), and comes
+// back for the next batch.
+func TestWriter_IdleHoldsNoArena(t *testing.T) {
+	var out bytes.Buffer
+	w := NewWriter(&out, WriterConfig{CRC: true})
+	require.Empty(t, w.a.chunks, "before the first FPDU")
+	for i := 0; i < 2000; i++ { // several blocks
+		require.NoError(t, w.WriteFPDU(tagged(1, uint64(i)), []byte("abc")))
+	}
+	require.Greater(t, len(w.a.chunks), 1)
+	require.NoError(t, w.Flush())
+	require.Empty(t, w.a.chunks, "after Flush")
+	require.Len(t, decodeAll(t, &out, ReaderConfig{CRC: true}), 2000)
+
+	require.NoError(t, w.Begin(tagged(1, 0)))
+	require.Len(t, w.a.chunks, 1)
+	require.ErrorIs(t, w.Payload(make([]byte, MaxULPDU)), ErrFPDUTooLong)
+	require.Empty(t, w.a.chunks, "after a dropped FPDU with nothing queued")
+
+	require.NoError(t, w.WriteFPDU(tagged(1, 7), []byte("xyz")))
+	require.True(t, w.Abandon())
+	require.Empty(t, w.a.chunks, "after Abandon")
+
+	require.NoError(t, w.WriteFPDU(tagged(1, 8), []byte("again")))
+	require.NoError(t, w.Flush())
+	got := decodeAll(t, &out, ReaderConfig{CRC: true})
+	require.Equal(t, [][]byte{append(tagged(1, 8), "again"...)}, got)
 }
 
 type failWriter struct{ n int }

@@ -20,8 +20,9 @@ type WriterConfig struct {
 // Writer frames ULPDUs into FPDUs and queues them as net.Buffers; Flush
 // sends everything queued with one writev (on a *net.TCPConn).
 //
-// Header bytes are copied into storage the Writer owns and reuses after
-// each Flush; payload slices given to Payload are referenced, not copied,
+// Header bytes are copied into storage the Writer takes from a free list
+// shared by all Writers and gives back once everything queued is written,
+// so an idle Writer holds none; payload slices given to Payload are referenced, not copied,
 // and must stay unchanged until Flush returns (with CRC, bytes that change
 // in between go out with a CRC computed over other bytes) — except small
 // ones (up to 256 bytes), which are copied in behind their header so that
@@ -315,6 +316,10 @@ func (w *Writer) abort() {
 	w.open = false
 	clear(w.pend)
 	w.pend = w.pend[:0]
+	if len(w.bufs) == 0 {
+		// Only the dropped FPDU's header was in the arena.
+		w.a.release()
+	}
 }
 
 // WriteFPDU queues one FPDU made of hdr and the payload pieces.
@@ -432,7 +437,7 @@ func (w *Writer) reset() {
 	clear(w.bufs)
 	w.bufs = w.bufs[:0]
 	w.last = span{}
-	w.a.reset()
+	w.a.release()
 	w.st.release()
 	w.queued, w.fpdus = 0, 0
 	w.base, w.total, w.sent = w.pos, 0, 0
@@ -464,21 +469,64 @@ type span struct {
 
 // arena hands out header, trailer and marker storage from fixed blocks.
 // Blocks never move or grow, so slices already queued stay valid when more
-// storage is needed; after a Flush every block is reused.
+// storage is needed. Blocks come from arenaFree and go back to it once the
+// queue has been written, so a Writer that is idle holds none: with
+// thousands of idle connections, an 8 KiB block each would be most of
+// their memory.
 type arena struct {
 	chunks [][]byte
 	cur    int // block in use
 	off    int // next free byte in it
 }
 
+// arenaFreeMax bounds the blocks kept for reuse (512 KiB): enough for many
+// connections flushing at once, little next to what they need anyway.
+const arenaFreeMax = 64
+
+// arenaFree is a bounded free list of arena blocks shared by all Writers.
+// It is a list rather than a sync.Pool so that a Writer taking a block per
+// batch allocates nothing in steady state: a pool is emptied by the
+// collector, and drops items on purpose under the race detector.
+var arenaFree struct {
+	sync.Mutex
+	blocks [][]byte
+}
+
+func getArenaBlock() []byte {
+	arenaFree.Lock()
+	if n := len(arenaFree.blocks); n > 0 {
+		b := arenaFree.blocks[n-1]
+		arenaFree.blocks[n-1] = nil
+		arenaFree.blocks = arenaFree.blocks[:n-1]
+		arenaFree.Unlock()
+		return b
+	}
+	arenaFree.Unlock()
+	return make([]byte, arenaChunk)
+}
+
+func putArenaBlocks(bs [][]byte) {
+	arenaFree.Lock()
+	if arenaFree.blocks == nil {
+		arenaFree.blocks = make([][]byte, 0, arenaFreeMax)
+	}
+	for _, b := range bs {
+		if len(arenaFree.blocks) == arenaFreeMax {
+			break
+		}
+		arenaFree.blocks = append(arenaFree.blocks, b)
+	}
+	arenaFree.Unlock()
+}
+
 func (a *arena) alloc(n int) span {
 	if len(a.chunks) == 0 {
-		a.chunks = append(a.chunks, make([]byte, arenaChunk))
+		a.chunks = append(a.chunks, getArenaBlock())
 	}
 	if a.off+n > arenaChunk {
 		a.cur++
 		if a.cur == len(a.chunks) {
-			a.chunks = append(a.chunks, make([]byte, arenaChunk))
+			a.chunks = append(a.chunks, getArenaBlock())
 		}
 		a.off = 0
 	}
@@ -504,7 +552,16 @@ func (a *arena) extend(s *span, n int) bool {
 	return true
 }
 
-func (a *arena) reset() { a.cur, a.off = 0, 0 }
+// release gives every block back to arenaFree; nothing may still refer to
+// them.
+func (a *arena) release() {
+	if len(a.chunks) > 0 {
+		putArenaBlocks(a.chunks)
+		clear(a.chunks)
+		a.chunks = a.chunks[:0]
+	}
+	a.cur, a.off = 0, 0
+}
 
 // stageBlock is the size of PayloadCopy's storage blocks.
 const stageBlock = 64 << 10

@@ -321,11 +321,11 @@ goals="$tmp/goals.md"
 	b=$(scale_bqp)
 	kib=
 	[[ -n $b ]] && kib=$(awk -v b="$b" 'BEGIN { printf "%.1f", b / 1024 }')
-	echo "- memory per idle queue pair of 10,000, KiB: $(verdict "$kib" "<=" 64)"
+	echo "- memory per idle queue pair of 10,000, KiB: $(verdict "$kib" "<=" 16)"
 	b=$(scale_bqp SRQ)
 	kib=
 	[[ -n $b ]] && kib=$(awk -v b="$b" 'BEGIN { printf "%.1f", b / 1024 }')
-	echo "- memory per idle queue pair of 10,000 on one shared receive queue, KiB: $(verdict "$kib" "<=" 49.7)"
+	echo "- memory per idle queue pair of 10,000 on one shared receive queue, KiB: $(verdict "$kib" "<=" 16)"
 } >"$goals"
 
 # --- The section ---------------------------------------------------------
