@@ -180,8 +180,9 @@ func mulpduFor(c net.Conn, cfg *config, peerIsGo, markers bool) int {
 
 // fpduForMSS is the FPDU size toward a peer that is not iwarp-go, for a
 // TCP maximum segment size read at connection set-up (0: unknown): one
-// segment's worth, rounded down to 8 (siw's rule, RFC 5044 §8's "FPDU
-// aligned with a TCP segment"), so that a segment ends where an FPDU does.
+// segment's worth, rounded down to 8 (siw's rule; for an MSS that is a
+// multiple of 4 the ULPDU is RFC 5044 §4.5's EMSS − 6), so that a segment
+// ends where an FPDU does.
 //
 // An MSS above half the largest FPDU is not a segment size but Linux's
 // bound on a young connection (tcp_bound_to_half_wnd: half the largest

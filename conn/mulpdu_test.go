@@ -54,11 +54,11 @@ func TestMULPDU_RFC5044_3_Range(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// RFC 5044 §8: toward a peer that is not iwarp-go, an FPDU fills one TCP
+// RFC 5044 §4.5: toward a peer that is not iwarp-go, an FPDU fills one TCP
 // segment (rounded down to 8, as siw does), unless the MSS read at set-up
 // is above half the largest FPDU: then it is Linux's half-window bound on a
 // young loopback connection, and the largest FPDU is what fits a segment.
-func TestFPDUForMSS_RFC5044_8_SegmentAligned(t *testing.T) {
+func TestFPDUForMSS_RFC5044_4_5_SegmentSized(t *testing.T) {
 	for _, tc := range []struct{ mss, want int }{
 		{0, maxFPDU},         // unknown
 		{536, 536},           // the IPv4 default
