@@ -22,8 +22,9 @@ type WriterConfig struct {
 //
 // Header bytes are copied into storage the Writer takes from a free list
 // shared by all Writers and gives back once everything queued is written,
-// so an idle Writer holds none; payload slices given to Payload are referenced, not copied,
-// and must stay unchanged until Flush returns (with CRC, bytes that change
+// so an idle Writer holds none. Payload slices given to Payload are
+// referenced, not copied, and must stay unchanged until Flush returns
+// (with CRC, bytes that change
 // in between go out with a CRC computed over other bytes) — except small
 // ones (up to 256 bytes), which are copied in behind their header so that
 // a small FPDU goes out as one piece. PayloadCopy copies always, for
