@@ -24,10 +24,9 @@ type WriterConfig struct {
 // shared by all Writers and gives back once everything queued is written,
 // so an idle Writer holds none. Payload slices given to Payload are
 // referenced, not copied, and must stay unchanged until Flush returns
-// (with CRC, bytes that change
-// in between go out with a CRC computed over other bytes) — except small
-// ones (up to 256 bytes), which are copied in behind their header so that
-// a small FPDU goes out as one piece. PayloadCopy copies always, for
+// (with CRC, bytes that change in between go out with a CRC computed over
+// other bytes) — except small ones (up to 256 bytes), which are copied in
+// behind their header so that a small FPDU goes out as one piece. PayloadCopy copies always, for
 // memory others may change meanwhile. In steady state nothing is allocated
 // per FPDU.
 //
