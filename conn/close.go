@@ -147,6 +147,7 @@ func (e *engine) drain(timeout time.Duration) {
 // receiveUntil receives FPDUs until done reports true, the connection
 // fails, or deadline passes. Called with rxMu held.
 func (e *engine) receiveUntil(deadline time.Time, done func() bool) {
+	e.rxDeadline = deadline
 	e.c.SetReadDeadline(deadline)
 	for !e.dead.Load() && !done() {
 		if err := e.receiveOne(); err != nil {

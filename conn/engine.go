@@ -78,6 +78,13 @@ type engine struct {
 	// placing is the region the receive token holder is placing into (it
 	// holds a remote reference on it), published for revokeRemote.
 	placing atomic.Pointer[stag.Region]
+	// cutMu orders revoke's deadline, set to cut a placement, with
+	// endPlacing's clearing of it once the placement is over.
+	cutMu sync.Mutex
+	// rxDeadline is the read deadline the receive token holder set for
+	// itself (a graceful close's, receiveUntil); zero: none. Owned by the
+	// receive token.
+	rxDeadline time.Time
 
 	// Receiving in CQ.Wait (waitrx.go).
 	pokeMu    sync.Mutex   // held by a poke while it sets its deadline

@@ -126,7 +126,7 @@ func (e *engine) commitQueueFlush(*rdmap.Header, int) error {
 	}
 	ctr, gen, ok := e.queueInbound(ent, hooks != nil)
 	// On the inbound queue (or released), where revoke finds it.
-	e.placing.Store(nil)
+	e.endPlacing(ent.region)
 	if !ok {
 		return nil
 	}

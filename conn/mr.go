@@ -202,9 +202,11 @@ func revokeRemote(pd *PD, r *stag.Region) {
 // with a Terminate about the first such request.
 func (e *engine) revoke(r *stag.Region) {
 	e.revoking.Store(r)
+	e.cutMu.Lock()
 	if e.placing.Load() == r {
 		e.c.SetReadDeadline(time.Now())
 	}
+	e.cutMu.Unlock()
 	qp := e.qp
 	qp.mu.Lock()
 	ent, reading := e.irq.uses(r)

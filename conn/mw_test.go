@@ -191,7 +191,7 @@ func TestMW_InvalidateRacesWrites(t *testing.T) {
 		require.Equal(t, base[off+n:], mem[off+n:])
 		var te *rdmap.TerminateError
 		require.ErrorAs(t, server.qp.Err(), &te)
-		require.Equal(t, termcode.DDPTaggedInvalidSTag, te.Code)
+		require.Equal(t, termcode.DDPTaggedInvalidSTag, te.Code, "%+v delay %v", te, delay)
 		client.qp.Close()
 		server.qp.Close()
 	}

@@ -214,7 +214,7 @@ func (e *engine) commitQueueAtomic(*rdmap.Header, int) error {
 		x.hooks.Placed(e.qp, ent.srcOff, 8)
 	}
 	// Nothing reads the region after this: the response carries a value.
-	e.placing.Store(nil)
+	e.endPlacing(ent.region)
 	ent.region.ReleaseRemote()
 	ent.region, ent.src = nil, nil
 	if err != nil || !live {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"syscall"
+	"time"
 
 	"github.com/iwarp-go/iwarp-go/ddp"
 	"github.com/iwarp-go/iwarp-go/mpa"
@@ -337,10 +338,32 @@ func (e *engine) placeAfterCRC() error {
 	if err == nil && p.refX != nil && p.refX.hooks != nil {
 		p.refX.hooks.Placed(e.qp, p.refOff, p.refLen)
 	}
-	e.placing.Store(nil)
+	e.endPlacing(p.ref)
 	p.ref.ReleaseRemote()
 	p.ref = nil
 	return err
+}
+
+// endPlacing unpublishes a placement into r that ended whole. A revocation
+// of r may have set a deadline to cut it, which would otherwise cut the
+// next FPDU instead — one that may have nothing to do with r, and that a
+// cut in its middle would end the stream for: that deadline is cleared
+// (back to the holder's own), unless the connection has failed, whose
+// deadline stays. After the clearing, the revocation's wait for r's users
+// ends; a later FPDU naming r finds it invalid and is refused as such.
+func (e *engine) endPlacing(r *stag.Region) {
+	e.placing.Store(nil)
+	if r == nil || e.revoking.Load() != r {
+		return
+	}
+	e.cutMu.Lock()
+	e.c.SetReadDeadline(e.rxDeadline)
+	e.cutMu.Unlock()
+	// fail sets dead before its deadline: either that deadline follows
+	// the clearing, or dead is seen here.
+	if e.dead.Load() {
+		e.c.SetReadDeadline(time.Now())
+	}
 }
 
 // dropPending releases what a failed FPDU held.
@@ -595,7 +618,7 @@ func (e *engine) commitQueueRead(*rdmap.Header, int) error {
 	}
 	ctr, gen, ok := e.queueInbound(ent, hooks != nil)
 	// On the inbound queue (or released), where revoke finds it.
-	e.placing.Store(nil)
+	e.endPlacing(ent.region)
 	if !ok {
 		return nil
 	}
