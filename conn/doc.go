@@ -26,7 +26,14 @@
 //
 // # Concurrency
 //
-// Each connected queue pair runs two goroutines. The receiver reads an FPDU
+// Each connected queue pair runs one goroutine for as long as it is
+// connected, the receiver, and a second, the transmitter, only while it has
+// transmit work: a post or Read Request that cannot be written at once
+// starts one (QP.kick), and it ends once it finds nothing more to do, so
+// that an idle queue pair parks no goroutine but the one its socket needs.
+// Starting one costs a goroutine creation (no heap allocation: the runtime
+// reuses ended ones); inline posts, which write what the socket takes from
+// the posting goroutine, need none. The receiver reads an FPDU
 // and, with CRC (the default), verifies its CRC before acting on any of it
 // (RFC 5044 §6), so that a damaged header can never steer bytes anywhere;
 // it then validates the header (STag, protection domain, rights, bounds,

@@ -72,6 +72,10 @@ type engine struct {
 	// dead is set when the connection failed: token holders stop their
 	// work and end their role.
 	dead atomic.Bool
+	// txRunning is set while a transmitter goroutine runs (QP.kick,
+	// transmitter); txStarts counts the goroutines started (tests look).
+	txRunning atomic.Bool
+	txStarts  atomic.Int64
 	// revoking is a region whose invalidation is under way: a placement
 	// into it that the deadline cut short ends the stream (revoke).
 	revoking atomic.Pointer[stag.Region]
@@ -224,8 +228,7 @@ func (e *engine) start() {
 	}
 	e.qp.scq.attach(e)
 	e.qp.rcq.attach(e)
-	go e.transmitter()
-	go e.receiver()
+	go e.receiver() // the transmitter runs when kicked (QP.kick)
 }
 
 // ErrIdleTimeout is QP.Err after WithIdleTimeout closed a connection on
@@ -369,7 +372,7 @@ func (e *engine) endTxLocked() {
 	if both {
 		e.finish()
 	}
-	qp.kick() // a parked transmitter goroutine wakes up and exits
+	qp.kick() // a running transmitter goroutine looks again and exits
 }
 
 // errMidFPDU is why a Terminate could not be sent: a write cut short left

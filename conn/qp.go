@@ -105,6 +105,9 @@ type QP struct {
 	done     chan struct{} // closed when the QP leaves RTS for good
 	finished chan struct{} // closed when the engine stopped and all work flushed
 	wake     chan struct{} // capacity 1: there is transmit work
+	// tx is the connection kick starts a transmitter goroutine for; nil
+	// until established. An atomic, not eng: kick runs under no lock.
+	tx atomic.Pointer[engine]
 
 	// Completions for CQs with a handler wait here until the goroutine
 	// that made them holds no lock of the library (deliver).
@@ -196,13 +199,24 @@ func (qp *QP) Err() error {
 	return qp.err
 }
 
-// kick wakes the transmitter.
+// kick wakes the transmitter goroutine, starting one if none runs.
 func (qp *QP) kick() {
 	select {
 	case qp.wake <- struct{}{}:
 	default:
 	}
+	if e := qp.tx.Load(); e != nil && !e.txRunning.Load() && e.txRunning.CompareAndSwap(false, true) {
+		e.txStarts.Add(1)
+		go runTransmitter(e)
+	}
 }
+
+// runTransmitter is engine.transmitter, reached through a variable: the
+// send-operation table's start functions lead to kick, and kick to the
+// transmitter, which reads that table — an initialization cycle if named.
+var runTransmitter func(*engine)
+
+func init() { runTransmitter = (*engine).transmitter }
 
 // LocalAddr returns the local network address, if connected.
 func (qp *QP) LocalAddr() net.Addr {

@@ -176,6 +176,7 @@ func (qp *QP) established(e *engine) error {
 	qp.mu.Unlock()
 	qp.pd.dev.liveQP(qp)
 	e.start()
+	qp.tx.Store(e)
 	qp.kick()
 	if closing {
 		e.fail(ErrQPClosed, nil)

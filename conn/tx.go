@@ -76,8 +76,12 @@ func (tx *txState) sendTerminate(c net.Conn, t *rdmap.Terminate) error {
 }
 
 // transmitter is the goroutine that usually holds the transmit token: it
-// frames and sends send-queue messages and Read Responses whenever there
-// is work, and runs send-completion handlers with the token released.
+// frames and sends send-queue messages and Read Responses while there is
+// work, and runs send-completion handlers with the token released. It runs
+// only while there is work: QP.kick starts it (txRunning), and it ends once
+// no kick came since its last look, so an idle queue pair parks no
+// goroutine for its transmit side. At the end of the connection it ends
+// for good, leaving txRunning set so that no kick starts another.
 func (e *engine) transmitter() {
 	qp := e.qp
 	for {
@@ -91,7 +95,24 @@ func (e *engine) transmitter() {
 		if over {
 			return
 		}
-		<-qp.wake
+		select {
+		case <-qp.wake:
+			continue
+		default:
+		}
+		// Idle. A kick puts its token in wake before it looks at
+		// txRunning: either it sees the flag clear and starts a
+		// transmitter, or this look finds its token.
+		e.txRunning.Store(false)
+		select {
+		case <-qp.wake:
+			if e.txRunning.CompareAndSwap(false, true) {
+				continue
+			}
+			// The kick started another, which transmits first thing.
+		default:
+		}
+		return
 	}
 }
 

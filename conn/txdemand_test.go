@@ -1,0 +1,48 @@
+package conn
+
+import (
+	"bytes"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// transmitters counts the goroutines running engine.transmitter.
+func transmitters() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return strings.Count(string(buf), "conn.(*engine).transmitter(")
+}
+
+// An idle connected queue pair parks no goroutine for its transmit side:
+// the transmitter runs while there is work and ends after it, and the next
+// work that needs one starts another.
+func TestTransmitter_RunsOnlyWhileThereIsWork(t *testing.T) {
+	checkLeaks(t)
+	client, server := connectPair(t, pairConfig{})
+	ce, se := client.qp.tx.Load(), server.qp.tx.Load()
+	require.NotNil(t, ce)
+	require.NotNil(t, se)
+	idle := func() bool { return !ce.txRunning.Load() && !se.txRunning.Load() && transmitters() == 0 }
+	require.Eventually(t, idle, 10*time.Second, time.Millisecond, "connected and idle, a transmitter still runs")
+
+	// A Write larger than the socket takes at once leaves the rest to a
+	// transmitter goroutine, which writes it all and ends.
+	const n = 8 << 20
+	src := client.register(t, n, 0)
+	copy(src.Bytes(), pattern(n, 3))
+	dst := server.register(t, n, LocalWrite|RemoteWrite)
+	before := ce.txStarts.Load()
+	for round := 0; round < 2; round++ {
+		require.NoError(t, client.qp.PostSend(SendWR{ID: 1, Op: OpWrite, SGL: []SGE{src.SGE(0, n)}, Remote: dst.Remote(0), Flags: Signaled}))
+		client.waitOK(t, WCRDMAWrite)
+		// A Write's completion says it was sent; its placement follows.
+		require.Eventually(t, func() bool { return bytes.Equal(src.Bytes(), dst.Bytes()) }, 10*time.Second, time.Millisecond)
+		require.Eventually(t, idle, 10*time.Second, time.Millisecond, "round %d: the transmitter did not end after its work", round)
+		clear(dst.Bytes())
+	}
+	require.GreaterOrEqual(t, ce.txStarts.Load()-before, int64(2), "each round's Write needed a transmitter goroutine")
+}
