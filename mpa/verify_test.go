@@ -76,3 +76,28 @@ func TestReader_VerifyFirstNeedsCRC(t *testing.T) {
 		require.False(t, NewReader(bytes.NewReader(nil), cfg).cfg.VerifyFirst, "%+v", cfg)
 	}
 }
+
+// With VerifyFirst every byte passes through the Reader's buffer, so it
+// holds several of the longest FPDUs: one read then takes what the socket
+// holds instead of one FPDU's worth, which cost a read system call (and,
+// freeing window, an ACK) per FPDU.
+func TestReader_VerifyFirstReadsSeveralFPDUsAtOnce(t *testing.T) {
+	for _, markers := range []bool{false, true} {
+		n := MaxULPDU - 14
+		if markers {
+			n = MaxULPDUWithMarkers - 14
+		}
+		var specs []fpduSpec
+		for i := range 16 {
+			specs = append(specs, fpduSpec{hdr: tagged(uint32(i), 0), payload: bytes.Repeat([]byte{byte(i)}, n)})
+		}
+		stream := encode(t, WriterConfig{CRC: true, Markers: markers}, specs)
+		src := &splitReader{data: stream, sizes: []int{len(stream)}}
+		got := decodeAll(t, src, ReaderConfig{CRC: true, Markers: markers, VerifyFirst: true})
+		require.Len(t, got, len(specs))
+		for i := range specs {
+			require.Equal(t, specs[i].ulpdu(), got[i], "FPDU %d, markers %v", i, markers)
+		}
+		require.LessOrEqual(t, src.i, len(specs)/2, "reads for %d FPDUs of %d octets, markers %v", len(specs), FPDULen(n+14), markers)
+	}
+}
