@@ -4,6 +4,8 @@ package siw_test
 
 import (
 	"fmt"
+
+	"github.com/iwarp-go/iwarp-go/interop/siw/lab"
 	"strings"
 	"testing"
 	"time"
@@ -99,7 +101,32 @@ func TestGoIwtestLarge(t *testing.T) {
 			record(t, matrixRow{Scenario: "iwtest, 16 MiB", Initiator: ini, Responder: resp, CRC: "on (Go prefers)",
 				MPA: "rev 2 enhanced", Checks: "Write, Read, Send of 16 MiB, both directions"})
 			goArgs, cArgs := sides(goServer, "-S 16m -t 120", "-T write,read,send -S 16m -t 120")
-			p := iwtestHostGuest(t, ctx, goServer, goArgs, cArgs, 5*time.Minute, "")
+			var p *iwtPair
+			for attempt := 0; ; attempt++ {
+				run(t, ctx, 30*time.Second, fmt.Sprintf("dmesg-clear-%s-%d", name, attempt), "dmesg -c >/dev/null")
+				p = iwtestHostGuest(t, ctx, goServer, goArgs, cArgs, 5*time.Minute, "")
+				if p.goRes.OK() && p.cRes.OK() {
+					break
+				}
+				// A siw bug (docs/interop.md, item 7), proven by its own
+				// log, repeats the run, as for perftest; anything else
+				// fails below.
+				res := run(t, ctx, 30*time.Second, fmt.Sprintf("dmesg-%s-%d", name, attempt), "dmesg")
+				errs := lab.ParseSiwCRCErrors(res.Stdout)
+				if len(errs) == 0 {
+					break
+				}
+				first, misread := errs[len(errs)-1].SplitField()
+				if !misread {
+					break
+				}
+				if attempt == siwMisreadRetries {
+					t.Fatalf("siw misread a right CRC field split %d|%d across socket buffers in all %d attempts (a siw bug, docs/interop.md item 7); iwarp-go's FPDUs were right:\n%s\n%s",
+						first, 4-first, attempt+1, p.goRes, p.cRes)
+				}
+				t.Logf("attempt %d: siw misread a CRC field that reached it split %d|%d across socket buffers, and ended the run:\n%s",
+					attempt+1, first, 4-first, p.goRes)
+			}
 			require.True(t, p.goRes.OK(), "%s\n%s", p.goRes, p.cRes)
 			require.True(t, p.cRes.OK(), "%s\n%s", p.cRes, p.goRes)
 			conntest.RequireAllOK(t, p.goOut(), []string{"write", "read", "send"}, []string{"16777216"})
