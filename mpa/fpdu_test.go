@@ -513,34 +513,61 @@ func TestWriter_InlinesSmallPayloads(t *testing.T) {
 	require.NoError(t, w.Flush())
 }
 
-// An idle Writer holds no arena block: each goes back to the shared free
-// list once the queue is written (or the only FPDU is dropped), and comes
-// back for the next batch.
-func TestWriter_IdleHoldsNoArena(t *testing.T) {
+// An idle Writer holds no shared arena block: each goes back to the shared
+// free list once the queue is written (or the only FPDU is dropped), and
+// comes back for the next batch; only the arena's own small block stays.
+func TestWriter_IdleHoldsNoSharedArenaBlock(t *testing.T) {
 	var out bytes.Buffer
 	w := NewWriter(&out, WriterConfig{CRC: true})
+	onlySmall := func(msg string) {
+		t.Helper()
+		require.LessOrEqual(t, len(w.a.chunks), 1, msg)
+		if len(w.a.chunks) == 1 {
+			require.Same(t, &w.a.small[0], &w.a.chunks[0][0], msg)
+		}
+	}
 	require.Empty(t, w.a.chunks, "before the first FPDU")
 	for i := 0; i < 2000; i++ { // several blocks
 		require.NoError(t, w.WriteFPDU(tagged(1, uint64(i)), []byte("abc")))
 	}
-	require.Greater(t, len(w.a.chunks), 1)
+	require.Greater(t, len(w.a.chunks), 2)
 	require.NoError(t, w.Flush())
-	require.Empty(t, w.a.chunks, "after Flush")
+	onlySmall("after Flush")
 	require.Len(t, decodeAll(t, &out, ReaderConfig{CRC: true}), 2000)
 
-	require.NoError(t, w.Begin(tagged(1, 0)))
-	require.Len(t, w.a.chunks, 1)
+	require.NoError(t, w.Begin(make([]byte, MaxHeader))) // larger than the small block
+	require.Len(t, w.a.chunks, 2)
 	require.ErrorIs(t, w.Payload(make([]byte, MaxULPDU)), ErrFPDUTooLong)
-	require.Empty(t, w.a.chunks, "after a dropped FPDU with nothing queued")
+	onlySmall("after a dropped FPDU with nothing queued")
 
-	require.NoError(t, w.WriteFPDU(tagged(1, 7), []byte("xyz")))
+	require.NoError(t, w.WriteFPDU(make([]byte, MaxHeader), []byte("xyz")))
+	require.Len(t, w.a.chunks, 2)
 	require.True(t, w.Abandon())
-	require.Empty(t, w.a.chunks, "after Abandon")
+	onlySmall("after Abandon")
 
 	require.NoError(t, w.WriteFPDU(tagged(1, 8), []byte("again")))
 	require.NoError(t, w.Flush())
 	got := decodeAll(t, &out, ReaderConfig{CRC: true})
 	require.Equal(t, [][]byte{append(tagged(1, 8), "again"...)}, got)
+}
+
+// A small batch — a Write, its announcing Send, their trailers — fits the
+// arena's own block, so it takes nothing from the free list shared by
+// every Writer, whose lock was two contended atomics per ping-pong post.
+func TestWriter_SmallBatchTakesNoSharedBlock(t *testing.T) {
+	var out bytes.Buffer
+	w := NewWriter(&out, WriterConfig{CRC: true})
+	for round := 0; round < 3; round++ {
+		require.NoError(t, w.WriteFPDU(tagged(1, uint64(round)), []byte("12345678")))
+		require.NoError(t, w.WriteFPDU(tagged(2, 0)))
+		require.Len(t, w.a.chunks, 1)
+		require.Same(t, &w.a.small[0], &w.a.chunks[0][0])
+		require.Len(t, w.bufs, 1, "one iovec for the batch")
+		require.NoError(t, w.Flush())
+	}
+	got := decodeAll(t, &out, ReaderConfig{CRC: true})
+	require.Len(t, got, 6)
+	require.Equal(t, append(tagged(1, 2), "12345678"...), got[4])
 }
 
 type failWriter struct{ n int }

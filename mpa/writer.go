@@ -100,7 +100,7 @@ func (w *Writer) Begin(hdr []byte) error {
 	if len(hdr) > MaxHeader {
 		return fmt.Errorf("%w: %d-byte header, at most %d", ErrState, len(hdr), MaxHeader)
 	}
-	w.hdr = w.a.alloc(lengthLen + len(hdr))
+	w.hdr = w.a.allocHeader(lengthLen + len(hdr))
 	b := w.a.bytes(w.hdr)
 	copy(b[lengthLen:], hdr)
 	w.ulpdu = len(hdr)
@@ -137,10 +137,10 @@ const inlinePayload = 256
 
 // inline copies p into the arena right behind the FPDU's header when p is
 // small, every earlier piece was inlined too (the order of the ULPDU's
-// bytes is the order of its storage) and the first half of the first
-// block has room: copies never make the arena grow, and every Writer's
-// arena holds as many blocks as its headers alone would need, give or take
-// one.
+// bytes is the order of its storage) and the small block or the first
+// half of the first shared one has room: copies never make the arena
+// grow, and every Writer's arena holds as many blocks as its headers
+// alone would need, give or take one.
 func (w *Writer) inline(p []byte) bool {
 	if len(p) > inlinePayload || len(w.pend) > 0 || !w.a.extend(&w.hdr, len(p)) {
 		return false
@@ -469,15 +469,23 @@ type span struct {
 
 // arena hands out header, trailer and marker storage from fixed blocks.
 // Blocks never move or grow, so slices already queued stay valid when more
-// storage is needed. Blocks come from arenaFree and go back to it once the
-// queue has been written, so a Writer that is idle holds none: with
-// thousands of idle connections, an 8 KiB block each would be most of
-// their memory.
+// storage is needed. The first block is the arena's own small one, which
+// holds a batch of a few small FPDUs (a ping-pong's message, a Write and
+// the Send that announces it); further blocks come from arenaFree and go
+// back to it once the queue has been written, so a Writer that is idle
+// holds only the small block: with thousands of idle connections, an
+// 8 KiB block each would be most of their memory. Taking a shared block
+// for every small batch cost a ping-pong two locks on a mutex shared by
+// every connection, whose cache line moved between the cores each time.
 type arena struct {
-	chunks [][]byte
-	cur    int // block in use
-	off    int // next free byte in it
+	small  [arenaSmall]byte
+	chunks [][]byte // chunks[0] is small[:] once anything was allocated
+	cur    int      // block in use
+	off    int      // next free byte in it
 }
+
+// arenaSmall is the size of the arena's own first block.
+const arenaSmall = 512
 
 // arenaFreeMax bounds the blocks kept for reuse (512 KiB): enough for many
 // connections flushing at once, little next to what they need anyway.
@@ -521,9 +529,9 @@ func putArenaBlocks(bs [][]byte) {
 
 func (a *arena) alloc(n int) span {
 	if len(a.chunks) == 0 {
-		a.chunks = append(a.chunks, getArenaBlock())
+		a.chunks = append(a.chunks, a.small[:])
 	}
-	if a.off+n > arenaChunk {
+	if a.off+n > len(a.chunks[a.cur]) {
 		a.cur++
 		if a.cur == len(a.chunks) {
 			a.chunks = append(a.chunks, getArenaBlock())
@@ -535,6 +543,19 @@ func (a *arena) alloc(n int) span {
 	return s
 }
 
+// allocHeader is alloc for an FPDU's header, which small payloads are
+// copied in behind: a header that would leave the small block without
+// room for a short payload and its trailer starts the next block instead.
+func (a *arena) allocHeader(n int) span {
+	if a.cur == 0 && len(a.chunks) > 0 && a.off+n+smallHeadroom > arenaSmall {
+		a.off = arenaSmall
+	}
+	return a.alloc(n)
+}
+
+// smallHeadroom is the room a header leaves behind it in the small block.
+const smallHeadroom = 64
+
 // bytes returns the storage of s, with its capacity capped so that appends
 // by anyone cannot spill into neighbouring storage.
 func (a *arena) bytes(s span) []byte {
@@ -542,9 +563,13 @@ func (a *arena) bytes(s span) []byte {
 }
 
 // extend grows s, the arena's latest allocation, by n bytes in place if
-// that keeps it in the first half of the first block.
+// that keeps it in the small block or in the first half of the first
+// shared one.
 func (a *arena) extend(s *span, n int) bool {
-	if a.cur != 0 || s.chunk != 0 || s.off+s.n != a.off || a.off+n > arenaChunk/2 {
+	if a.cur > 1 || s.chunk != a.cur || s.off+s.n != a.off {
+		return false
+	}
+	if limit := len(a.chunks[a.cur]); a.off+n > limit || (a.cur == 1 && a.off+n > limit/2) {
 		return false
 	}
 	a.off += n
@@ -552,13 +577,13 @@ func (a *arena) extend(s *span, n int) bool {
 	return true
 }
 
-// release gives every block back to arenaFree; nothing may still refer to
-// them.
+// release gives every shared block back to arenaFree and keeps the small
+// one; nothing may still refer to them.
 func (a *arena) release() {
-	if len(a.chunks) > 0 {
-		putArenaBlocks(a.chunks)
-		clear(a.chunks)
-		a.chunks = a.chunks[:0]
+	if len(a.chunks) > 1 {
+		putArenaBlocks(a.chunks[1:])
+		clear(a.chunks[1:])
+		a.chunks = a.chunks[:1]
 	}
 	a.cur, a.off = 0, 0
 }
