@@ -477,6 +477,8 @@ type span struct {
 // 8 KiB block each would be most of their memory. Taking a shared block
 // for every small batch cost a ping-pong two locks on a mutex shared by
 // every connection, whose cache line moved between the cores each time.
+// chunks[0] points into the arena itself, so a used arena (and the Writer
+// holding it) must not be copied.
 type arena struct {
 	small  [arenaSmall]byte
 	chunks [][]byte // chunks[0] is small[:] once anything was allocated
