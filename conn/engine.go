@@ -314,6 +314,7 @@ func (e *engine) tryEnd() {
 // it was held, the role ends now: the check after the unlock pairs with
 // fail's TryLock, so one of the two always sees the other.
 func (e *engine) txUnlock() {
+	e.tx.nothingMore = false
 	e.txMu.Unlock()
 	if e.dead.Load() && e.txMu.TryLock() {
 		e.endTxLocked()

@@ -98,13 +98,12 @@ func (qp *QP) postRecvLocked(wr *RecvWR) error {
 func (qp *QP) PostSend(wr SendWR) error {
 	qp.mu.Lock()
 	idle := qp.sq.idle()
-	err := qp.postSendLocked(&wr)
-	e := qp.eng
-	qp.mu.Unlock()
-	if err == nil {
-		qp.send(e, idle, wr.Op)
+	if err := qp.postSendLocked(&wr); err != nil {
+		qp.mu.Unlock()
+		return err
 	}
-	return err
+	qp.sendLocked(idle, wr.Op)
+	return nil
 }
 
 // PostSendBatch posts several work requests at once (one wake-up of the
@@ -120,19 +119,22 @@ func (qp *QP) PostSendBatch(wrs []SendWR) (int, error) {
 		}
 		n++
 	}
-	e := qp.eng
-	qp.mu.Unlock()
-	if n > 0 {
-		qp.send(e, idle, wrs[0].Op)
+	if n == 0 {
+		qp.mu.Unlock()
+		return 0, err
 	}
+	qp.sendLocked(idle, wrs[0].Op)
 	return n, err
 }
 
-// send gets newly posted work going. When the send queue was idle and the
-// transmit token is free, the posting goroutine frames the work and writes
-// what the socket takes without waiting (no goroutine hand-off, which is
-// most of a small message's latency); anything left, and every other case,
-// goes to the transmitter goroutine.
+// sendLocked gets newly posted work going; it is called with QP.mu held
+// and releases it. When the send queue was idle and the transmit token is
+// free, the posting goroutine frames the work and writes what the socket
+// takes without waiting (no goroutine hand-off, which is most of a small
+// message's latency); anything left, and every other case, goes to the
+// transmitter goroutine. The token is taken with TryLock under QP.mu, as
+// the lock order allows, so that the first message starts in the section
+// that posted it rather than in one more.
 //
 // Posts that follow each other closely (a stream) go to the transmitter
 // instead, which writes them with one writev: of a run of posts that find
@@ -143,29 +145,52 @@ func (qp *QP) PostSendBatch(wrs []SendWR) (int, error) {
 // while a stream of Sends or of Writes pays for one system call of its
 // own, not two (a second inline Send per run cost the 64-byte Send stream
 // a quarter of its rate).
-func (qp *QP) send(e *engine, idle bool, op Op) {
-	if idle && e != nil && e.txMu.TryLock() {
-		tx := &e.tx
-		now := nanotime()
-		if now-tx.lastIdlePost > inlineGap {
-			tx.inlineRun = 0
-		}
-		tx.lastIdlePost = now
-		inline := tx.inlineRun == 0 || (tx.inlineRun == 1 && tx.runAfterWrite && op != OpWrite)
-		if tx.inlineRun == 0 {
-			tx.runAfterWrite = op == OpWrite
-		}
-		tx.inlineRun++
-		if inline {
-			e.transmitNow()
-			tx.lastIdlePost = nanotime()
-			e.txUnlock()
-			qp.deliver()
-			return
-		}
-		e.txUnlock()
+func (qp *QP) sendLocked(idle bool, op Op) {
+	e := qp.eng
+	if !idle || e == nil || !e.txMu.TryLock() {
+		qp.mu.Unlock()
+		qp.kick()
+		return
 	}
-	qp.kick()
+	if !e.tx.inlinePost(op) {
+		qp.mu.Unlock()
+		e.txUnlock()
+		qp.kick()
+		return
+	}
+	ok, alive := true, true
+	if e.tx.cur == txNone {
+		// Not in the middle of a larger message, which fill finishes
+		// before it looks for the next.
+		ok, alive = e.nextLocked()
+	}
+	qp.mu.Unlock()
+	switch {
+	case !alive:
+		e.endTxLocked()
+	case ok:
+		e.transmitNow()
+	}
+	e.tx.lastIdlePost = nanotime()
+	e.txUnlock()
+	qp.deliver()
+}
+
+// inlinePost counts a post that found the send queue idle into its run
+// and reports whether it is sent inline (see send). Called with the
+// transmit token held.
+func (tx *txState) inlinePost(op Op) bool {
+	now := nanotime()
+	if now-tx.lastIdlePost > inlineGap {
+		tx.inlineRun = 0
+	}
+	tx.lastIdlePost = now
+	inline := tx.inlineRun == 0 || (tx.inlineRun == 1 && tx.runAfterWrite && op != OpWrite)
+	if tx.inlineRun == 0 {
+		tx.runAfterWrite = op == OpWrite
+	}
+	tx.inlineRun++
+	return inline
 }
 
 // inlineGap is how far apart posts belong to one run (nanoseconds), timed

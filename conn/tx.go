@@ -42,6 +42,10 @@ type txState struct {
 	preferIRQ  bool
 	stage      bool     // the current message's payload is copied (stageFor)
 	sent       []uint32 // SQ counters of messages whose last FPDU awaits the flush
+	// The last look under QP.mu (nextLocked) started a message and found
+	// nothing else ready. Valid while the token is held (txUnlock clears
+	// it): work that comes meanwhile finds the token taken and kicks.
+	nothingMore bool
 	// The run of posts that found the send queue idle (QP.send).
 	lastIdlePost  int64 // nanotime of the last
 	inlineRun     int   // how many posts the run has had
@@ -238,6 +242,13 @@ func (e *engine) fill() (more, alive bool) {
 			return false, false
 		}
 		if tx.cur == txNone {
+			if tx.nothingMore {
+				// The look that started the last message found nothing
+				// else ready; whatever was posted or queued since found the
+				// token held and kicked the transmitter, which looks again.
+				tx.nothingMore = false
+				return false, true
+			}
 			ok, alive := e.next()
 			if !alive {
 				return false, false
@@ -263,6 +274,15 @@ func (e *engine) next() (ok, alive bool) {
 	qp := e.qp
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
+	return e.nextLocked()
+}
+
+// nextLocked is next for a caller that holds QP.mu (and the transmit
+// token): an inline post starts its own message in the section that posted
+// it. Having started one, it records whether anything else was ready
+// (txState.nothingMore), which spares fill a second look under QP.mu.
+func (e *engine) nextLocked() (ok, alive bool) {
+	qp := e.qp
 	if qp.state >= stateError {
 		return false, false
 	}
@@ -284,6 +304,7 @@ func (e *engine) next() (ok, alive bool) {
 		qp.checkDrainedLocked()
 		return false, true
 	}
+	e.tx.nothingMore = !e.irq.ready() && (qp.sq.idle() || !e.sqRunnableLocked())
 	return true, true
 }
 
