@@ -177,7 +177,7 @@ func (qp *QP) sendLocked(idle bool, op Op) {
 }
 
 // inlinePost counts a post that found the send queue idle into its run
-// and reports whether it is sent inline (see send). Called with the
+// and reports whether it is sent inline (see sendLocked). Called with the
 // transmit token held.
 func (tx *txState) inlinePost(op Op) bool {
 	now := nanotime()

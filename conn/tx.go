@@ -46,7 +46,7 @@ type txState struct {
 	// nothing else ready. Valid while the token is held (txUnlock clears
 	// it): work that comes meanwhile finds the token taken and kicks.
 	nothingMore bool
-	// The run of posts that found the send queue idle (QP.send).
+	// The run of posts that found the send queue idle (QP.sendLocked).
 	lastIdlePost  int64 // nanotime of the last
 	inlineRun     int   // how many posts the run has had
 	runAfterWrite bool  // the run began with an RDMA Write
