@@ -46,3 +46,30 @@ func TestTransmitter_RunsOnlyWhileThereIsWork(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, ce.txStarts.Load()-before, int64(2), "each round's Write needed a transmitter goroutine")
 }
+
+// A Send posted while a long Write is still being segmented may find the
+// transmit token free (between two of the Write's batches); the post then
+// lets the Write finish before its own message starts. Posting started the
+// next message whatever was current, once, which tangled both messages'
+// segments and stopped the stream (TestOps_EndToEnd's 16 MiB case).
+func TestPostSend_InlineWaitsForTheSegmentedMessage(t *testing.T) {
+	checkLeaks(t)
+	client, server := connectPair(t, pairConfig{})
+	const n = 3*maxBatchBytes + 1 // more than one batch: mid-message between batches
+	src := client.register(t, n, 0)
+	dst := server.register(t, n, LocalWrite|RemoteWrite)
+	note := server.register(t, 8, LocalWrite)
+	for round := 0; round < 4; round++ {
+		data := pattern(n, byte(round))
+		copy(src.Bytes(), data)
+		require.NoError(t, server.qp.PostRecv(RecvWR{ID: uint64(round), SGL: []SGE{note.SGE(0, 8)}}))
+		require.NoError(t, client.qp.PostSend(SendWR{ID: 1, Op: OpWrite, Flags: Signaled, SGL: []SGE{src.SGE(0, n)}, Remote: dst.Remote(0)}))
+		require.NoError(t, client.qp.PostSend(SendWR{ID: 2, Op: OpSend, Flags: Signaled, SGL: []SGE{src.SGE(0, 8)}}))
+		require.Equal(t, uint32(n), client.waitOK(t, WCRDMAWrite).ByteLen)
+		require.Equal(t, uint32(8), client.waitOK(t, WCSend).ByteLen)
+		wc := server.waitOK(t, WCRecv)
+		require.Equal(t, uint64(round), wc.ID)
+		require.True(t, bytes.Equal(data, dst.Bytes()), "round %d: the Write's bytes", round)
+		require.Equal(t, data[:8], note.Bytes())
+	}
+}
