@@ -279,7 +279,7 @@ if [[ $SCALE != 0 ]]; then
 fi
 scale_bqp() { # B per idle QP of the 10,000-QP run; with SRQ, of the one on one SRQ
 	[[ -f $tmp/scale.txt ]] || return 0
-	awk -v name="BenchmarkScale10000QPs$1" '$1 == name || index($1, name "-") == 1 { for (i = 3; i < NF; i += 2) if ($(i + 1) == "B/QP") print $i }' "$tmp/scale.txt"
+	awk -v name="BenchmarkScale10000QPs${1-}" '$1 == name || index($1, name "-") == 1 { for (i = 3; i < NF; i += 2) if ($(i + 1) == "B/QP") print $i }' "$tmp/scale.txt"
 }
 
 # --- Goals ---------------------------------------------------------------
