@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,10 +38,26 @@ cat /tmp/srq-*.out
 echo "clients failed: $fail"
 [ $fail -eq 0 ]`, clients, hostIP, m[1], count)
 	res := run(t, ctx, 4*time.Minute, "rping-c-srq", script)
-	require.True(t, res.OK(), "%s\n%s", res, hp.result())
+	// The clients' own words come last: a log cut to its tail still shows
+	// why a client failed, not only the server's disconnect lines.
+	require.True(t, res.OK(), "%s\n%s\nthe clients' lines other than pings:\n%s", res, hp.result(), withoutPings(res.Stdout+res.Stderr))
 	assert.Len(t, pingLine.FindAllString(res.Stdout, -1), clients*count, "the clients' pings")
 	require.NoError(t, hp.cmd.Process.Signal(os.Interrupt))
 	r := hp.wait(t, 30*time.Second)
 	require.True(t, r.OK(), "%s", r)
 	assert.Len(t, pingLine.FindAllString(r.Stdout, -1), clients*count, "iwarp-peer's pings")
+}
+
+// withoutPings is rping output less its ping lines, with how many it had.
+func withoutPings(s string) string {
+	var b strings.Builder
+	pings := 0
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if pingLine.MatchString(l) {
+			pings++
+			continue
+		}
+		b.WriteString(l)
+	}
+	return fmt.Sprintf("%s(and %d ping lines)", b.String(), pings)
 }
