@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iwarp-go/iwarp-go/interop/siw/lab"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -27,20 +28,27 @@ func TestGoRpingSRQ(t *testing.T) {
 	hp := startHost(t, ctx, "rping-s-srq", "rping", "-s", "-a", "127.0.0.1", "-p", "0", "-P", "--srq", strconv.Itoa(clients), "-v")
 	m := listeningPort.FindStringSubmatch(hp.waitOutput(t, 30*time.Second, "listening on port "))
 	require.NotNil(t, m, "%s", hp.result())
+	// Each client's output and exit status, between marker lines, so that
+	// each is judged on its own (lab.RpingOK).
 	script := primeNeighbour + fmt.Sprintf(`pids=""
 for i in $(seq %d); do
-	rping -c -a %s -p %s -C %d -S 64 -v -V > /tmp/srq-$i.out 2>&1 &
+	(rping -c -a %s -p %s -C %d -S 64 -v -V > /tmp/srq-$i.out 2>&1; echo $? > /tmp/srq-$i.rc) &
 	pids="$pids $!"
 done
-fail=0
-for p in $pids; do wait $p || fail=$((fail+1)); done
-cat /tmp/srq-*.out
-echo "clients failed: $fail"
-[ $fail -eq 0 ]`, clients, hostIP, m[1], count)
+for p in $pids; do wait $p; done
+for i in $(seq %d); do
+	echo "=== client $i exit $(cat /tmp/srq-$i.rc)"
+	cat /tmp/srq-$i.out
+done`, clients, hostIP, m[1], count, clients)
 	res := run(t, ctx, 4*time.Minute, "rping-c-srq", script)
-	// The clients' own words come last: a log cut to its tail still shows
-	// why a client failed, not only the server's disconnect lines.
-	require.True(t, res.OK(), "%s\n%s\nthe clients' lines other than pings:\n%s", res, hp.result(), withoutPings(res.Stdout+res.Stderr))
+	require.True(t, res.OK(), "%s\n%s", res, hp.result())
+	outs := clientOutputs(res.Stdout)
+	require.Len(t, outs, clients, "%s", res)
+	for _, o := range outs {
+		// The client's own words come last: a log cut to its tail still
+		// shows why a client failed, not only the server's disconnects.
+		assert.True(t, lab.RpingOK(o.code, o.out, count), "client %d exit %d:\n%s\n%s\nclient %d:\n%s", o.n, o.code, res, hp.result(), o.n, o.out)
+	}
 	assert.Len(t, pingLine.FindAllString(res.Stdout, -1), clients*count, "the clients' pings")
 	require.NoError(t, hp.cmd.Process.Signal(os.Interrupt))
 	r := hp.wait(t, 30*time.Second)
@@ -48,16 +56,24 @@ echo "clients failed: $fail"
 	assert.Len(t, pingLine.FindAllString(r.Stdout, -1), clients*count, "iwarp-peer's pings")
 }
 
-// withoutPings is rping output less its ping lines, with how many it had.
-func withoutPings(s string) string {
-	var b strings.Builder
-	pings := 0
+type clientOutput struct {
+	n, code int
+	out     string
+}
+
+// clientOutputs splits the SRQ script's output at its "=== client N exit
+// CODE" lines.
+func clientOutputs(s string) []clientOutput {
+	var outs []clientOutput
 	for _, l := range strings.SplitAfter(s, "\n") {
-		if pingLine.MatchString(l) {
-			pings++
+		var o clientOutput
+		if _, err := fmt.Sscanf(l, "=== client %d exit %d\n", &o.n, &o.code); err == nil {
+			outs = append(outs, o)
 			continue
 		}
-		b.WriteString(l)
+		if len(outs) > 0 {
+			outs[len(outs)-1].out += l
+		}
 	}
-	return fmt.Sprintf("%s(and %d ping lines)", b.String(), pings)
+	return outs
 }
