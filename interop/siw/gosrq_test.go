@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iwarp-go/iwarp-go/interop/siw/lab"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -47,7 +46,7 @@ done`, clients, hostIP, m[1], count, clients)
 	for _, o := range outs {
 		// The client's own words come last: a log cut to its tail still
 		// shows why a client failed, not only the server's disconnects.
-		assert.True(t, lab.RpingOK(o.code, o.out, count), "client %d exit %d:\n%s\n%s\nclient %d:\n%s", o.n, o.code, res, hp.result(), o.n, o.out)
+		assert.True(t, rpingOK(t, o.code, o.out, count), "client %d exit %d:\n%s\n%s\nclient %d:\n%s", o.n, o.code, res, hp.result(), o.n, o.out)
 	}
 	assert.Len(t, pingLine.FindAllString(res.Stdout, -1), clients*count, "the clients' pings")
 	require.NoError(t, hp.cmd.Process.Signal(os.Interrupt))

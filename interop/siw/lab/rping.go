@@ -52,8 +52,3 @@ func RpingOK(code int, out string, pings int) bool {
 	}
 	return raced && disconnected
 }
-
-// RpingOK is [RpingOK] for the result of a guest job that ran rping.
-func (r *Result) RpingOK(pings int) bool {
-	return r != nil && r.Err == "" && RpingOK(r.Code, r.Stdout+r.Stderr, pings)
-}
