@@ -128,6 +128,27 @@
 // it. Close called from a handler (or while one runs) returns without
 // waiting for that handler; the flushed completions follow when it returns.
 //
+// # Why the reading role moves between goroutines
+//
+// The simpler design gives the socket one reading owner, the receiver
+// goroutine, which hands every completion to the goroutine waiting in
+// CQ.Wait: one goroutine wake-up per message received. Measured, that
+// hand-off was the largest cost of a round trip after its system calls:
+// when iwarp-peer's waiter moved from selecting on CQ.Ready (the receiver
+// reads and hands over) to CQ.Wait (the waiter reads its own FPDUs while
+// the receiver stands by), the 8-byte Send ping-pong went from 1.60 to
+// 1.25 times raw TCP's median, its p99 from 3.73 to 1.64 times; the
+// receiver taking the token back only with TryLock, never woken by a
+// waiter's Unlock, then took BenchmarkPingPong from 0.74 to 0.42 context
+// switches and from 24.0 to 19.8 µs of CPU per round trip
+// (docs/performance.md, "Latency: the goroutine hand-offs of a round
+// trip"). Inline posts are the same choice on the sending side. So the
+// reading role moves, and its price is the token protocol above: which
+// goroutine reads is decided by TryLock, a receiver standing by returns on
+// one process-wide timer, and every handover is covered by the race
+// detector and the hostile suite. One owner per piece of state and one
+// lock order are what keep it checkable.
+//
 // # Memory model
 //
 // Bytes the peer places into a registered region (by RDMA Write, Read
